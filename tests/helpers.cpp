@@ -1,0 +1,99 @@
+#include "tests/helpers.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#ifndef ACCELTUNE_BINARY
+#define ACCELTUNE_BINARY "acceltune"
+#endif
+
+namespace acceltune::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  path_ = fs::temp_directory_path() / fmt::format("acceltune-test-{}-{}", getpid(), counter++);
+  fs::remove_all(path_);
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  ASSERT_TRUE(f.good()) << "cannot write " << path;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Space space_from_text(const std::string& json_text) {
+  auto s = Space::from_json(Json::parse(json_text), "test.json", ".");
+  if (!s) {
+    ADD_FAILURE() << s.error().message;
+    return *Space::from_json(Json::parse(R"({"name":"x","kernel":"k","params":[{"name":"a","kind":"bool","default":false}]})"),
+                             "fallback", ".");
+  }
+  return std::move(s).value();
+}
+
+Error space_error(const std::string& json_text) {
+  auto s = Space::from_json(Json::parse(json_text), "test.json", ".");
+  if (s) {
+    ADD_FAILURE() << "space loaded but should not have: " << json_text;
+    return Error{};
+  }
+  return s.error();
+}
+
+namespace {
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+}  // namespace
+
+CliResult run_cli(const std::vector<std::string>& args, const fs::path& cwd, const std::string& env_prefix) {
+  TempDir io;
+  std::string cmd;
+  if (!cwd.empty()) cmd += "cd " + quote(cwd.string()) + " && ";
+  cmd += env_prefix + " " + quote(ACCELTUNE_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote((io / "out").string()) + " 2>" + quote((io / "err").string()) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(io / "out");
+  r.err = read_file(io / "err");
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace acceltune::test

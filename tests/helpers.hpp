@@ -1,0 +1,44 @@
+// Shared test helpers: temporary folders, files, and running the acceltune binary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tuner/space.hpp"
+
+namespace acceltune::test {
+
+// A fresh folder under the system temp dir, removed when the object goes.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text);
+std::string read_file(const std::filesystem::path& path);
+
+// Parses a space from JSON text; fails the test on error.
+Space space_from_text(const std::string& json_text);
+// The error message of a space that must not load (and its exit code).
+Error space_error(const std::string& json_text);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+// Runs the acceltune binary with these arguments (each shell-quoted), in folder `cwd`.
+CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::path& cwd = {},
+                  const std::string& env_prefix = "");
+
+std::vector<std::string> lines_of(const std::string& text);
+
+}  // namespace acceltune::test

@@ -1,0 +1,208 @@
+// The command line as users and scripts see it: exit codes, files, messages.
+#include <gtest/gtest.h>
+
+#include "tests/helpers.hpp"
+#include "tests/landscape.hpp"
+
+namespace acceltune {
+namespace {
+
+using test::run_cli;
+
+TEST(Cli, HelpAndVersion) {
+  auto r = run_cli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"probe", "spaces", "search", "bench", "best", "export", "exec"}) {
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+  }
+  auto s = run_cli({"search", "--help"});
+  EXPECT_EQ(s.exit_code, 0);
+  for (const char* flag : {"--space", "--strategy", "--budget", "--time-limit", "--sizes", "--seed", "--out", "--resume"}) {
+    EXPECT_NE(s.out.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(run_cli({"--version"}).exit_code, 0);
+}
+
+TEST(Cli, BadUsageExitsTwo) {
+  auto r = run_cli({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--help"), std::string::npos);
+  EXPECT_EQ(run_cli({}).exit_code, 2);
+  EXPECT_EQ(run_cli({"search", "--budget", "zero"}).exit_code, 2);
+  auto sz = run_cli({"search", "--sizes", "12Q"});
+  EXPECT_EQ(sz.exit_code, 2);
+  EXPECT_NE(sz.err.find("12Q"), std::string::npos);
+}
+
+TEST(Cli, ProbeJson) {
+  auto r = run_cli({"probe", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_TRUE(j["cpu"]["logical_cores"].get<int>() >= 1);
+  EXPECT_TRUE(j["memory_bytes"].get<uint64_t>() > 0);
+  EXPECT_FALSE(j["os"]["kernel"].get<std::string>().empty());
+  EXPECT_FALSE(j["compiler"].get<std::string>().empty());
+  EXPECT_EQ(j["id"].get<std::string>().size(), 12u);
+  auto human = run_cli({"probe"});
+  EXPECT_EQ(human.exit_code, 0);
+  EXPECT_NE(human.out.find("cpu"), std::string::npos);
+}
+
+TEST(Cli, SpacesListsTheShippedDefault) {
+  auto r = run_cli({"spaces"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("host-copy"), std::string::npos);
+  EXPECT_NE(r.out.find("configs"), std::string::npos);
+}
+
+TEST(Cli, UnknownSpaceName) {
+  auto r = run_cli({"search", "--space", "warp-drive"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown space 'warp-drive'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("host-copy"), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+}
+
+TEST(Cli, MalformedSpaceFileExitsTwoWithFileLineColumn) {
+  test::TempDir dir;
+  test::write_file(dir / "s.json", "{\"name\": \"x\",\n \"kernel\": host-copy}\n");
+  auto r = run_cli({"search", "--space", (dir / "s.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("s.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 2, column"), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+}
+
+TEST(Cli, CsvWithoutObjectiveExitsTwo) {
+  test::TempDir dir;
+  test::write_file(dir / "l.csv", "a,b\n1,2\n");
+  auto r = run_cli({"search", "--space", (dir / "l.csv").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no 'objective' column"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnwritableOutputExitsTwo) {
+  test::TempDir dir;
+  test::write_file(dir / "file", "x");
+  auto r = run_cli({"search", "--budget", "2", "--sizes", "4K", "--out", (dir / "file" / "out").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("choose another --out"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HostCopySearchWithATinyBudget) {
+  test::TempDir dir;
+  auto r = run_cli({"search", "--space", "host-copy", "--budget", "4", "--sizes", "64K,1M", "--max-seconds", "0.05",
+                    "--out", "study"},
+                   dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(r.err.empty()) << "not a terminal, so no progress output: " << r.err;
+  EXPECT_NE(r.out.find("64K"), std::string::npos);
+  EXPECT_NE(r.out.find("1M"), std::string::npos);
+  EXPECT_NE(r.out.find("ratio"), std::string::npos);
+  const auto lines = test::lines_of(test::read_file(dir / "study" / "trials.jsonl"));
+  ASSERT_EQ(lines.size(), 4u);
+  Json first = Json::parse(lines[0]);
+  EXPECT_EQ(first["number"], 0);
+  EXPECT_EQ(first["config"]["threads"], 1);  // trial 0 is the library default
+  EXPECT_EQ(first["config"]["method"], "memcpy");
+  for (const auto& l : lines) {
+    Json t = Json::parse(l);
+    EXPECT_EQ(t["state"], "ok") << l;
+    EXPECT_TRUE(t["value"].is_number());
+    ASSERT_EQ(t["measurements"].size(), 2u);
+    EXPECT_GT(t["measurements"][0]["value"].get<double>(), 0);
+  }
+  Json best = Json::parse(test::read_file(dir / "study" / "best.json"));
+  ASSERT_EQ(best["sizes"].size(), 2u);
+  EXPECT_GE(best["sizes"][0]["ratio"].get<double>(), 1.0);  // the default is a candidate too
+  Json study = Json::parse(test::read_file(dir / "study" / "study.json"));
+  EXPECT_EQ(study["space"]["name"], "host-copy");
+  EXPECT_TRUE(study["fingerprint"].contains("cpu"));
+
+  auto b = run_cli({"best", "study"}, dir.path());
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("64K"), std::string::npos);
+  auto ej = run_cli({"export", "study", "--format", "json", "-o", "best-export.json"}, dir.path());
+  EXPECT_EQ(ej.exit_code, 0) << ej.err;
+  EXPECT_EQ(Json::parse(test::read_file(dir / "best-export.json")), best);
+  auto ee = run_cli({"export", "study", "--format", "env"}, dir.path());
+  EXPECT_EQ(ee.exit_code, 0) << ee.err;
+  EXPECT_NE(ee.out.find("no param of this space is applied through an environment variable"), std::string::npos);
+  auto bad = run_cli({"export", "study", "--format", "yaml"}, dir.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  auto again = run_cli({"search", "--budget", "2", "--sizes", "64K,1M", "--out", "study"}, dir.path());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--resume"), std::string::npos);
+}
+
+TEST(Cli, ReplaySearchResumeExportAndExec) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv", test::landscape_csv());
+  test::write_file(dir / "space.json", R"({
+      "name": "land", "kernel": "replay", "landscape": "land.csv",
+      "params": [
+        {"name": "algo", "kind": "categorical", "values": ["ring", "tree"], "default": "ring", "env": "TEST_ALGO"},
+        {"name": "a", "kind": "int", "min": 1, "max": 5, "default": 1, "env": "TEST_A"},
+        {"name": "b", "kind": "pow2", "min": 1, "max": 8, "default": 1}]})");
+  auto r = run_cli({"search", "--space", "space.json", "--strategy", "grid", "--budget", "10", "--out", "s"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto r2 = run_cli({"search", "--space", "space.json", "--budget", "100", "--out", "s", "--resume"}, dir.path());
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_NE(r2.out.find("10 resumed"), std::string::npos) << r2.out;
+  const auto lines = test::lines_of(test::read_file(dir / "s" / "trials.jsonl"));
+  EXPECT_EQ(lines.size(), 38u);
+  Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  EXPECT_EQ(best["sizes"][0]["config"], (Json{{"algo", "tree"}, {"a", 3}, {"b", 4}}));
+
+  auto env = run_cli({"export", "s", "--format", "env", "-o", "tuned.env"}, dir.path());
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  const std::string env_text = test::read_file(dir / "tuned.env");
+  EXPECT_NE(env_text.find("TEST_ALGO=tree\n"), std::string::npos) << env_text;
+  EXPECT_NE(env_text.find("TEST_A=3\n"), std::string::npos) << env_text;
+
+  for (const std::string config : {"s", "tuned.env", "s/best.json"}) {
+    auto ex = run_cli({"exec", "--config", config, "--", "sh", "-c", "echo \"$TEST_ALGO/$TEST_A\"; exit 7"}, dir.path());
+    EXPECT_EQ(ex.exit_code, 7) << config << ": " << ex.err;  // the command's own exit code
+    EXPECT_EQ(ex.out, "tree/3\n") << config;
+  }
+  auto missing = run_cli({"exec", "--config", "s", "--", "no-such-command-here"}, dir.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no-such-command-here"), std::string::npos);
+
+  // A resume against a changed space is refused.
+  test::write_file(dir / "land.csv", test::landscape_csv() + "tree,5,1,1\n");
+  auto r3 = run_cli({"search", "--space", "space.json", "--budget", "100", "--out", "s", "--resume"}, dir.path());
+  EXPECT_EQ(r3.exit_code, 2);
+  EXPECT_NE(r3.err.find("refusing to resume"), std::string::npos) << r3.err;
+}
+
+TEST(Cli, CsvLandscapeAsSpaceAndDefaultResultsFolder) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv", test::landscape_csv(0.5));
+  auto r = run_cli({"search", "--space", "land.csv", "--budget", "20", "--seed", "3"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("study: acceltune-results/land-"), std::string::npos) << r.out;
+  // --resume without --out continues the newest study of that space.
+  auto r2 = run_cli({"search", "--space", "land.csv", "--budget", "25", "--resume"}, dir.path());
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_NE(r2.out.find("20 resumed"), std::string::npos) << r2.out;
+  auto sizes = run_cli({"search", "--space", "land.csv", "--sizes", "4K"}, dir.path());
+  EXPECT_EQ(sizes.exit_code, 2);
+}
+
+TEST(Cli, BenchMeasuresOneConfig) {
+  auto r = run_cli({"bench", "--space", "host-copy", "--set", "threads=1", "--set", "chunk=64K", "--sizes", "256K",
+                    "--max-seconds", "0.05"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunk=65536"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256K"), std::string::npos);
+  auto bad = run_cli({"bench", "--space", "host-copy", "--set", "chunk=3000"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("chunk"), std::string::npos);
+  auto invalid = run_cli({"bench", "--space", "host-copy", "--set", "touch=workers", "--set", "threads=1"});
+  EXPECT_EQ(invalid.exit_code, 2);
+  EXPECT_NE(invalid.err.find("not valid"), std::string::npos) << invalid.err;
+}
+
+}  // namespace
+}  // namespace acceltune

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "tests/helpers.hpp"
+#include "tuner/kernel.hpp"
+
+namespace acceltune {
+namespace {
+
+Space copy_space(const std::string& extra_params = "") {
+  return test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
+    {"name": "threads", "kind": "int", "min": 1, "max": 2, "default": 1},
+    {"name": "chunk", "kind": "pow2", "min": 4096, "max": 1048576, "default": 1048576},
+    {"name": "method", "kind": "categorical", "values": ["memcpy", "stream", "rep_movsb"], "default": "memcpy"},
+    {"name": "src_offset", "kind": "ordinal", "values": [0, 1, 64], "default": 0},
+    {"name": "dst_offset", "kind": "ordinal", "values": [0, 1, 2048], "default": 0},
+    {"name": "touch", "kind": "categorical", "values": ["main", "workers"], "default": "main"},
+    {"name": "hugepages", "kind": "bool", "default": false})" + extra_params + "]}");
+}
+
+MeasureSettings quick() {
+  MeasureSettings s;
+  s.warmup_seconds = 0.001;
+  s.max_seconds = 0.02;
+  s.min_samples = 3;
+  return s;
+}
+
+TEST(HostCopy, EveryMethodCopiesCorrectlyAtOddSizesAndOffsets) {
+  Space s = copy_space();
+  auto k = std::move(make_kernel(s).value());
+  for (const char* method : {"memcpy", "stream", "rep_movsb"}) {
+    for (const char* threads : {"1", "2"}) {
+      for (const char* touch : {"main", "workers"}) {
+        Config c = s.default_config();
+        ASSERT_TRUE(s.set_value(c, "method", method).ok());
+        ASSERT_TRUE(s.set_value(c, "threads", threads).ok());
+        ASSERT_TRUE(s.set_value(c, "touch", touch).ok());
+        ASSERT_TRUE(s.set_value(c, "src_offset", "1").ok());
+        ASSERT_TRUE(s.set_value(c, "dst_offset", "2048").ok());
+        ASSERT_TRUE(s.set_value(c, "chunk", "4096").ok());
+        // Sizes that are not multiples of the vector width, the chunk or the thread share.
+        for (uint64_t bytes : {uint64_t{1}, uint64_t{63}, uint64_t{4097}, uint64_t{100003}}) {
+          Measurement m = k->measure(s, c, bytes, quick(), {});
+          EXPECT_EQ(m.state, State::ok) << s.key(c) << " bytes " << bytes << ": " << m.error;
+          EXPECT_GT(m.value, 0);
+          EXPECT_GE(m.samples_seconds.size(), 2u);
+        }
+      }
+    }
+  }
+}
+
+TEST(HostCopy, HugePagesAndDefaultsMeasure) {
+  Space s = copy_space();
+  auto k = std::move(make_kernel(s).value());
+  Config c = s.default_config();
+  ASSERT_TRUE(s.set_value(c, "hugepages", "true").ok());
+  Measurement m = k->measure(s, c, 4 << 20, quick(), {});
+  EXPECT_EQ(m.state, State::ok) << m.error;
+  EXPECT_GT(m.value, 0.1);  // any machine copies faster than 100 MB/s
+}
+
+TEST(HostCopy, RejectsUnknownMethodsAndOutOfRangeValues) {
+  Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "params": [
+    {"name": "method", "kind": "categorical", "values": ["memcpy", "dma"], "default": "memcpy"}]})");
+  auto k = make_kernel(s);
+  ASSERT_FALSE(k.has_value());
+  EXPECT_EQ(k.error().exit_code(), 2);
+  EXPECT_NE(k.error().message.find("'dma'"), std::string::npos) << k.error().message;
+  Space t = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "params": [
+    {"name": "threads", "kind": "int", "min": 0, "max": 2, "default": 1}]})");
+  auto kt = make_kernel(t);
+  ASSERT_FALSE(kt.has_value());
+  EXPECT_NE(kt.error().message.find("threads"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acceltune

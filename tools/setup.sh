@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages acceltune builds with. Idempotent: installs only what is missing,
+# and refreshes the package lists only when something is.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  nlohmann-json3-dev   # JSON: spaces, studies, trials
+  libfmt-dev           # formatting
+  libmuparser-dev      # constraint expressions
+  libcli11-dev         # command line
+  libgtest-dev         # tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: run as root or install sudo; missing: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,144 @@
+#include "tuner/best.hpp"
+
+namespace acceltune {
+
+namespace {
+Json opt(const std::optional<double>& x) { return x ? Json(*x) : Json(nullptr); }
+std::optional<double> get_opt(const Json& j, const char* k) {
+  if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
+  return std::nullopt;
+}
+}  // namespace
+
+Json BestTable::to_json() const {
+  Json j = Json::object();
+  j["space"] = space;
+  j["kernel"] = kernel;
+  j["unit"] = unit;
+  j["trials"] = trials;
+  j["trials_ok"] = trials_ok;
+  Json sz = Json::array();
+  for (const auto& s : sizes) {
+    Json e = Json::object();
+    e["bytes"] = s.bytes;
+    e["size"] = format_bytes(s.bytes);
+    e["best_trial"] = s.best_trial ? Json(*s.best_trial) : Json(nullptr);
+    e["config"] = s.best_config;
+    e["value"] = s.best_trial ? Json(s.best_value) : Json(nullptr);
+    e["value_p10"] = s.best_trial ? Json(s.best_p10) : Json(nullptr);
+    e["value_p90"] = s.best_trial ? Json(s.best_p90) : Json(nullptr);
+    e["default_value"] = opt(s.default_value);
+    e["ratio"] = opt(s.ratio);
+    sz.push_back(e);
+  }
+  j["sizes"] = sz;
+  j["overall"] = Json{{"trial", overall_trial ? Json(*overall_trial) : Json(nullptr)},
+                      {"config", overall_config},
+                      {"value", overall_trial ? Json(overall_value) : Json(nullptr)},
+                      {"default_value", opt(default_overall_value)}};
+  j["default_config"] = default_config;
+  Json env_j = Json::object();
+  for (const auto& [p, e] : env) env_j[p] = e;
+  j["env"] = env_j;
+  return j;
+}
+
+Expected<BestTable> BestTable::from_json(const Json& j) {
+  if (!j.is_object() || !j.contains("sizes") || !j.contains("overall")) {
+    return input_error("not a best.json table: it lacks 'sizes' or 'overall'");
+  }
+  BestTable b;
+  b.space = j.value("space", "");
+  b.kernel = j.value("kernel", "");
+  b.unit = j.value("unit", "");
+  b.trials = j.value("trials", int64_t{0});
+  b.trials_ok = j.value("trials_ok", int64_t{0});
+  for (const auto& e : j["sizes"]) {
+    SizeBest s;
+    s.bytes = e.value("bytes", uint64_t{0});
+    if (e.contains("best_trial") && e["best_trial"].is_number()) s.best_trial = e["best_trial"].get<int64_t>();
+    s.best_config = e.value("config", Json::object());
+    s.best_value = get_opt(e, "value").value_or(0);
+    s.best_p10 = get_opt(e, "value_p10").value_or(0);
+    s.best_p90 = get_opt(e, "value_p90").value_or(0);
+    s.default_value = get_opt(e, "default_value");
+    s.ratio = get_opt(e, "ratio");
+    b.sizes.push_back(std::move(s));
+  }
+  const Json& o = j["overall"];
+  if (o.contains("trial") && o["trial"].is_number()) b.overall_trial = o["trial"].get<int64_t>();
+  b.overall_config = o.value("config", Json::object());
+  b.overall_value = get_opt(o, "value").value_or(0);
+  b.default_overall_value = get_opt(o, "default_value");
+  b.default_config = j.value("default_config", Json::object());
+  if (j.contains("env")) {
+    for (const auto& [p, e] : j["env"].items()) b.env[p] = e.get<std::string>();
+  }
+  return b;
+}
+
+BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
+                       const std::string& unit) {
+  BestTable b;
+  b.space = space.name();
+  b.kernel = space.kernel();
+  b.unit = unit;
+  b.default_config = space.config_to_json(space.default_config());
+  for (const auto& p : space.params()) {
+    if (!p.env.empty()) b.env[p.name] = p.env;
+  }
+  b.trials = static_cast<int64_t>(trials.size());
+  const std::string default_key = space.key(space.default_config());
+  const Trial* best_overall = nullptr;
+  const Trial* default_trial = nullptr;
+  for (const auto& t : trials) {
+    if (t.state == State::ok) ++b.trials_ok;
+    if (t.key == default_key && !default_trial) default_trial = &t;
+    if (t.value && (!best_overall || *t.value > *best_overall->value)) best_overall = &t;
+  }
+  for (uint64_t bytes : workload.sizes) {
+    SizeBest s;
+    s.bytes = bytes;
+    const Trial* best = nullptr;
+    const Measurement* best_m = nullptr;
+    for (const auto& t : trials) {
+      const Measurement* m = t.at_size(bytes);
+      if (!m || m->state != State::ok) continue;
+      if (!best_m || m->value > best_m->value) {
+        best = &t;
+        best_m = m;
+      }
+    }
+    if (best) {
+      s.best_trial = best->number;
+      s.best_config = space.config_to_json(best->config);
+      s.best_value = best_m->value;
+      s.best_p10 = best_m->value_p10;
+      s.best_p90 = best_m->value_p90;
+    }
+    if (default_trial) {
+      const Measurement* m = default_trial->at_size(bytes);
+      if (m && m->state == State::ok) s.default_value = m->value;
+    }
+    if (best && s.default_value && *s.default_value > 0) s.ratio = s.best_value / *s.default_value;
+    b.sizes.push_back(std::move(s));
+  }
+  if (best_overall) {
+    b.overall_trial = best_overall->number;
+    b.overall_config = space.config_to_json(best_overall->config);
+    b.overall_value = *best_overall->value;
+  }
+  if (default_trial && default_trial->value) b.default_overall_value = *default_trial->value;
+  return b;
+}
+
+Expected<std::string> emit(const std::string& format, const BestTable& best) {
+  const EmitterInfo* info = EmitterRegistry::instance().find(format);
+  if (!info) {
+    return input_error("unknown export format '{}' (this build has: {})", format,
+                       join_names(EmitterRegistry::instance().names()));
+  }
+  return info->emit(best);
+}
+
+}  // namespace acceltune

@@ -1,0 +1,39 @@
+#include "tuner/kernel.hpp"
+
+#include <algorithm>
+
+namespace acceltune {
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+Expected<std::unique_ptr<Kernel>> make_kernel(Space& space) {
+  const KernelInfo* info = KernelRegistry::instance().find(space.kernel());
+  if (!info) {
+    std::vector<std::string> listed;
+    for (const auto& [name, k] : KernelRegistry::instance().entries()) {
+      if (k.listed) listed.push_back(name);
+    }
+    return input_error("{}: unknown kernel '{}' (this build has: {})", space.source(), space.kernel(),
+                       join_names(listed));
+  }
+  std::unique_ptr<Kernel> kernel = info->make();
+  const auto native = kernel->native_params();
+  const bool any = std::find(native.begin(), native.end(), "*") != native.end();
+  for (const auto& p : space.params()) {
+    if (!p.env.empty() || any) continue;
+    if (std::find(native.begin(), native.end(), p.name) == native.end()) {
+      return input_error(
+          "{}: param '{}' is neither bound to an environment variable (\"env\") nor applied by "
+          "kernel '{}' (it applies: {})",
+          space.source(), p.name, space.kernel(), join_names(native));
+    }
+  }
+  ACCELTUNE_TRY(kernel->attach(space));
+  return kernel;
+}
+
+}  // namespace acceltune

@@ -1,0 +1,65 @@
+// Objectives. A kernel declares the params it applies itself, sets up a workload, runs the
+// timed region and validates outside it. Kernels register by name.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tuner/measurement.hpp"
+#include "tuner/registry.hpp"
+#include "tuner/space.hpp"
+
+namespace acceltune {
+
+struct MeasureContext {
+  uint64_t seed = 0;          // the study's seed, for kernels that draw random numbers
+  int64_t trial_number = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // The params this kernel applies in process; any other param of a space must be env-bound.
+  // "*" accepts every param (replay).
+  virtual std::vector<std::string> native_params() const = 0;
+  // Called once per study before any measurement: check the space fits the kernel, load
+  // kernel data, restrict the space. Input errors here end the command with exit 2.
+  virtual Status attach(Space& space) {
+    (void)space;
+    return {};
+  }
+  // Measures one config at one message size. Failure is data: a kernel reports a failed
+  // measurement in the returned state rather than throwing.
+  virtual Measurement measure(const Space& space, const Config& config, uint64_t bytes,
+                              const MeasureSettings& settings, const MeasureContext& ctx) = 0;
+  // The unit of Measurement::value.
+  virtual std::string unit() const { return "GB/s"; }
+  // False for kernels whose objective does not depend on a message size (replay).
+  virtual bool sized() const { return true; }
+};
+
+struct KernelInfo {
+  std::string description;
+  bool listed = true;  // test kernels stay out of listings
+  std::function<std::unique_ptr<Kernel>()> make;
+};
+using KernelRegistry = Registry<KernelInfo>;
+
+// The kernel named by a space, attached to it; the space's params are checked against it.
+Expected<std::unique_ptr<Kernel>> make_kernel(Space& space);
+
+// Space files other than JSON are read by loaders registered by file extension (".csv").
+struct SpaceLoader {
+  std::string description;
+  std::function<Expected<Space>(const std::filesystem::path&)> load;
+};
+using SpaceLoaderRegistry = Registry<SpaceLoader>;
+
+}  // namespace acceltune
+
+#define ACCELTUNE_REGISTER_KERNEL(name, description, Type) \
+  ACCELTUNE_REGISTER(::acceltune::KernelInfo, name,         \
+                     (::acceltune::KernelInfo{description, true, [] { return std::unique_ptr<::acceltune::Kernel>(new Type()); }}))

@@ -1,0 +1,128 @@
+// Parameter spaces: params with discrete domains, constraints over their names, enumeration of
+// valid configs, canonical keys and neighbours.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/value.hpp"
+
+namespace acceltune {
+
+enum class ParamKind { int_range, pow2, ordinal, categorical, boolean };
+
+std::string_view to_string(ParamKind kind);
+bool is_ordered(ParamKind kind);  // neighbours step along the axis (int, pow2, ordinal)
+
+struct Param {
+  std::string name;
+  ParamKind kind = ParamKind::categorical;
+  std::vector<Value> values;  // the whole domain, in axis order
+  size_t default_index = 0;   // the library default
+  std::string env;            // set this environment variable; empty: applied by the kernel
+  std::string unit;
+  std::string doc;
+
+  const Value& default_value() const { return values[default_index]; }
+  std::optional<size_t> index_of(const Value& v) const;
+};
+
+// One assignment of every param of a space, as indices into each param's domain.
+struct Config {
+  std::vector<uint32_t> index;
+  bool operator==(const Config&) const = default;
+};
+
+class ConstraintSet;
+
+class Space {
+ public:
+  // Reads the JSON form of DESIGN.md. `source` names the file in error messages and
+  // `base_dir` resolves relative paths the space refers to (a replay landscape).
+  static Expected<Space> from_json(const Json& doc, const std::string& source,
+                                   const std::filesystem::path& base_dir);
+  // Loads a space file; JSON errors report file, line and column.
+  static Expected<Space> load_file(const std::filesystem::path& path);
+
+  const std::string& name() const { return name_; }
+  const std::string& kernel() const { return kernel_; }
+  const std::string& operation() const { return operation_; }
+  const std::string& description() const { return description_; }
+  const std::string& source() const { return source_; }
+  const std::filesystem::path& base_dir() const { return base_dir_; }
+  const std::vector<uint64_t>& sizes() const { return sizes_; }
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<std::string>& constraints() const { return constraints_; }
+  // Fields this class does not interpret (kernel options, search defaults): the kernel reads them.
+  const Json& extra() const { return extra_; }
+  void set_extra(const std::string& key, Json value) { extra_[key] = std::move(value); }
+
+  std::optional<size_t> param_index(std::string_view name) const;
+
+  // Restrict the space to configs a predicate accepts (a replay landscape holds only some
+  // configs). `what` explains the restriction in messages.
+  void set_membership(std::function<bool(const Config&)> member, std::string what);
+
+  Config default_config() const;
+  bool is_valid(const Config& c) const;
+  // Why a config is invalid, for messages; empty when it is valid.
+  std::string why_invalid(const Config& c) const;
+
+  // The product of the domain sizes, saturating at UINT64_MAX.
+  uint64_t cartesian_size() const;
+  // Mixed-radix index over the cartesian product (first param varies slowest).
+  Config from_ordinal(uint64_t ordinal) const;
+  uint64_t to_ordinal(const Config& c) const;
+  // Calls fn on every valid config in ordinal order; fn returns false to stop.
+  void for_each_valid(const std::function<bool(const Config&)>& fn) const;
+  // The number of valid configs: exact up to kCountExactLimit configs in the cartesian product
+  // (enumerated once, cached), estimated by sampling beyond.
+  uint64_t count_valid() const;
+  bool count_is_exact() const;
+  static constexpr uint64_t kCountExactLimit = 20'000'000;
+
+  // name=value pairs sorted by param name, joined by ','. Stable across param order in files.
+  std::string key(const Config& c) const;
+  Json config_to_json(const Config& c) const;
+  // Reads {"name": value, ...}; every param must be present with a value of its domain.
+  Expected<Config> config_from_json(const Json& j) const;
+  // Applies NAME=VALUE overrides to a config (the text is matched against the domain).
+  Status set_value(Config& c, const std::string& name, const std::string& text) const;
+  const Value& value(const Config& c, size_t param) const {
+    return params_[param].values[c.index[param]];
+  }
+
+  // Valid configs one step away: adjacent values on ordered axes, any other value on
+  // categorical and bool axes.
+  std::vector<Config> neighbours(const Config& c) const;
+  // Each param mapped to [0,1] by its index on the axis (pow2 axes are thus on a log scale).
+  std::vector<double> encode(const Config& c) const;
+
+  // The normalised definition: what a study stores and what resume compares.
+  Json definition() const;
+
+ private:
+  Status compile();
+
+  std::string name_, kernel_, operation_, description_, source_;
+  std::filesystem::path base_dir_;
+  std::vector<uint64_t> sizes_;
+  std::vector<Param> params_;
+  std::vector<std::string> constraints_;
+  Json extra_ = Json::object();
+  std::shared_ptr<ConstraintSet> compiled_;
+  std::function<bool(const Config&)> member_;
+  std::string member_what_;
+  mutable std::optional<uint64_t> count_cache_;
+  mutable bool count_exact_ = true;
+};
+
+// Locates a JSON parse error: "line 3, column 14".
+std::string json_error_position(const std::string& text, size_t byte_offset);
+
+}  // namespace acceltune

@@ -1,0 +1,266 @@
+#include "tuner/study.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <unordered_set>
+
+#ifndef ACCELTUNE_VERSION
+#define ACCELTUNE_VERSION "0.0.0"
+#endif
+
+namespace acceltune {
+
+ScopedEnv::~ScopedEnv() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+    else unsetenv(it->first.c_str());
+  }
+}
+
+void ScopedEnv::set(const std::string& name, const std::string& value) {
+  const char* old = std::getenv(name.c_str());
+  saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+  setenv(name.c_str(), value.c_str(), 1);
+}
+
+Json make_study_record(const Space& space, const Workload& workload, const StudyOptions& options,
+                       const Json& fingerprint) {
+  Json s = Json::object();
+  s["format"] = "acceltune-study/1";
+  s["acceltune_version"] = ACCELTUNE_VERSION;
+  s["created_at"] = utc_now_iso8601();
+  s["space"] = space.definition();
+  s["workload"] = workload.to_json();
+  s["strategy"] = options.strategy;
+  s["seed"] = options.seed;
+  s["measure"] = options.measure.to_json();
+  s["fingerprint"] = fingerprint;
+  return s;
+}
+
+std::string first_difference(const Json& a, const Json& b, const std::string& path) {
+  const std::string here = path.empty() ? "(top)" : path;
+  if (a.type() != b.type() && !(a.is_number() && b.is_number())) {
+    return fmt::format("{}: {} vs {}", here, a.dump(), b.dump());
+  }
+  if (a.is_object()) {
+    for (const auto& [k, v] : a.items()) {
+      const std::string p = path.empty() ? k : path + "." + k;
+      if (!b.contains(k)) return fmt::format("{}: present vs absent", p);
+      std::string d = first_difference(v, b[k], p);
+      if (!d.empty()) return d;
+    }
+    for (const auto& [k, v] : b.items()) {
+      if (!a.contains(k)) return fmt::format("{}: absent vs present", path.empty() ? k : path + "." + k);
+    }
+    return "";
+  }
+  if (a.is_array()) {
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      std::string d = first_difference(a[i], b[i], fmt::format("{}[{}]", path, i));
+      if (!d.empty()) return d;
+    }
+    if (a.size() != b.size()) return fmt::format("{}: {} entries vs {}", here, a.size(), b.size());
+    return "";
+  }
+  if (a != b) {
+    auto shorten = [](const Json& j) {
+      std::string s = j.dump();
+      return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+    };
+    return fmt::format("{}: {} vs {}", here, shorten(a), shorten(b));
+  }
+  return "";
+}
+
+Expected<std::vector<Trial>> load_trials(const ResultStore& store, const Space& space, int* torn) {
+  ACCELTUNE_TRY_ASSIGN(std::vector<Json> records, store.read_trials(torn));
+  std::vector<Trial> trials;
+  trials.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    auto t = Trial::from_json(records[i], space);
+    if (!t) {
+      return input_error("{}: trial record {} does not fit the study's space: {}", store.location(), i + 1,
+                         t.error().message);
+    }
+    trials.push_back(std::move(t).value());
+  }
+  return trials;
+}
+
+namespace {
+
+Trial run_trial(const Space& space, Kernel& kernel, const Workload& workload, const Config& config,
+                int64_t number, const StudyOptions& options) {
+  using clock = std::chrono::steady_clock;
+  Trial t;
+  t.number = number;
+  t.config = config;
+  t.key = space.key(config);
+  t.started_at = utc_now_iso8601();
+  const auto start = clock::now();
+  {
+    ScopedEnv env;
+    for (size_t k = 0; k < space.params().size(); ++k) {
+      const Param& p = space.params()[k];
+      if (!p.env.empty()) env.set(p.env, to_string(space.value(config, k)));
+    }
+    MeasureContext ctx{options.seed, number};
+    for (uint64_t bytes : workload.sizes) {
+      Measurement m;
+      try {
+        m = kernel.measure(space, config, bytes, options.measure, ctx);
+      } catch (const std::exception& e) {
+        m.bytes = bytes;
+        m.state = State::failed;
+        m.error = fmt::format("kernel threw: {}", e.what());
+      }
+      m.bytes = bytes;
+      const bool stop = m.state != State::ok;
+      t.measurements.push_back(std::move(m));
+      if (stop) break;  // a config that fails at one size is not worth the others
+    }
+  }
+  summarise(t);
+  t.cost_seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return t;
+}
+
+}  // namespace
+
+Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore& store,
+                                 const Workload& workload, const StudyOptions& options,
+                                 const Json& fingerprint) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  StudyOutcome out;
+  const Json record = make_study_record(space, workload, options, fingerprint);
+
+  if (options.resume) {
+    if (!store.has_study()) {
+      return input_error("{}: there is no study to resume here; run without --resume to start one",
+                         store.location());
+    }
+    ACCELTUNE_TRY_ASSIGN(Json stored, store.read_study());
+    auto refuse = [&](const std::string& what, const std::string& diff) {
+      return input_error("{}: refusing to resume: the stored study has a different {} ({}); start a "
+                         "new study with another --out",
+                         store.location(), what, diff);
+    };
+    std::string d = first_difference(stored.value("space", Json()), record["space"]);
+    if (!d.empty()) return refuse("space", d);
+    d = first_difference(stored.value("workload", Json()), record["workload"]);
+    if (!d.empty()) return refuse("workload", d);
+    if (stored.value("strategy", "") != options.strategy) {
+      return refuse("strategy", fmt::format("stored '{}', asked '{}'; pass --strategy {}",
+                                            stored.value("strategy", ""), options.strategy,
+                                            stored.value("strategy", "")));
+    }
+    if (stored.value("seed", uint64_t{0}) != options.seed) {
+      return refuse("seed", fmt::format("stored {}, asked {}; pass --seed {}", stored.value("seed", uint64_t{0}),
+                                        options.seed, stored.value("seed", uint64_t{0})));
+    }
+    int torn = 0;
+    ACCELTUNE_TRY_ASSIGN(out.trials, load_trials(store, space, &torn));
+    if (torn > 0 && options.on_warning) {
+      options.on_warning(fmt::format("{}: ignored a torn last trial record (the previous run was "
+                                     "interrupted while writing it)", store.location()));
+    }
+    out.resumed_trials = static_cast<int64_t>(out.trials.size());
+  } else {
+    if (store.has_study()) {
+      return input_error("{}: a study is already stored here; pass --resume to continue it or choose "
+                         "another --out",
+                         store.location());
+    }
+    ACCELTUNE_TRY(store.create(record));
+  }
+
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Strategy> strategy,
+                       make_strategy(options.strategy, space, options.seed));
+  std::unordered_set<std::string> seen;
+  std::optional<double> best_value;
+  int64_t next_number = 0;
+  for (const auto& t : out.trials) {
+    seen.insert(t.key);
+    strategy->tell(t);
+    if (t.value && (!best_value || *t.value > *best_value)) best_value = t.value;
+    next_number = std::max(next_number, t.number + 1);
+  }
+
+  const int64_t valid = static_cast<int64_t>(std::min<uint64_t>(space.count_valid(), INT64_MAX));
+  const int64_t planned = std::min(options.budget, valid);
+  const Config default_config = space.default_config();
+  double spent_seconds = 0;
+  int64_t run_here = 0;
+  int64_t skipped = 0;
+  out.stop_reason = "budget reached";
+  while (static_cast<int64_t>(out.trials.size()) < options.budget) {
+    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    if (options.time_limit_seconds > 0 && elapsed >= options.time_limit_seconds) {
+      out.stop_reason = "time limit reached";
+      break;
+    }
+    std::optional<Config> next;
+    const std::string default_key = space.key(default_config);
+    if (!seen.count(default_key)) {
+      next = default_config;  // the reference every gain is measured against
+    } else {
+      next = strategy->ask();
+    }
+    if (!next) {
+      out.stop_reason = "every valid config was measured";
+      break;
+    }
+    const std::string key = space.key(*next);
+    if (seen.count(key) || !space.is_valid(*next)) {
+      // A strategy that repeats or proposes an invalid config is a bug; survive it.
+      if (++skipped > 1000) {
+        out.stop_reason = "the strategy proposed no new valid config";
+        break;
+      }
+      continue;
+    }
+    Trial t = run_trial(space, kernel, workload, *next, next_number++, options);
+    ACCELTUNE_TRY(store.append(t.to_json(space)));
+    seen.insert(key);
+    strategy->tell(t);
+    if (t.value && (!best_value || *t.value > *best_value)) best_value = t.value;
+    spent_seconds += t.cost_seconds;
+    ++run_here;
+    out.trials.push_back(std::move(t));
+    if (options.on_progress) {
+      Progress p;
+      p.done = static_cast<int64_t>(out.trials.size());
+      p.planned = planned;
+      p.best_value = best_value;
+      p.elapsed_seconds = std::chrono::duration<double>(clock::now() - start).count();
+      const double per_trial = spent_seconds / static_cast<double>(run_here);
+      p.eta_seconds = per_trial * static_cast<double>(std::max<int64_t>(0, planned - p.done));
+      if (options.time_limit_seconds > 0) {
+        p.eta_seconds = std::min(p.eta_seconds, std::max(0.0, options.time_limit_seconds - p.elapsed_seconds));
+      }
+      p.last = &out.trials.back();
+      options.on_progress(p);
+    }
+  }
+  if (static_cast<int64_t>(out.trials.size()) >= valid && out.stop_reason == "budget reached") {
+    out.stop_reason = "every valid config was measured";
+  }
+
+  out.best = compute_best(space, workload, out.trials, kernel.unit());
+  ACCELTUNE_TRY(store.write_best(out.best.to_json()));
+  return out;
+}
+
+Expected<std::unique_ptr<ResultStore>> open_store(const std::string& kind, const std::string& location) {
+  const StoreInfo* info = StoreRegistry::instance().find(kind);
+  if (!info) {
+    return input_error("unknown result store '{}' (this build has: {})", kind,
+                       join_names(StoreRegistry::instance().names()));
+  }
+  return info->open(location);
+}
+
+}  // namespace acceltune

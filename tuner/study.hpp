@@ -1,0 +1,70 @@
+// The study loop: ask the strategy, measure every size, store the trial durably, tell the
+// strategy; trial 0 is always the library default; resume replays the stored trials.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/best.hpp"
+#include "tuner/kernel.hpp"
+#include "tuner/store.hpp"
+#include "tuner/strategy.hpp"
+
+namespace acceltune {
+
+struct Progress {
+  int64_t done = 0;      // trials finished, resumed ones included
+  int64_t planned = 0;   // the budget, or the number of valid configs if smaller
+  std::optional<double> best_value;
+  double elapsed_seconds = 0;
+  double eta_seconds = 0;
+  const Trial* last = nullptr;
+};
+
+struct StudyOptions {
+  std::string strategy = "random";
+  uint64_t seed = 1;
+  int64_t budget = 50;              // total trials of the study, resumed ones included
+  double time_limit_seconds = 0;    // for this invocation; 0: none
+  MeasureSettings measure;
+  bool resume = false;
+  std::function<void(const Progress&)> on_progress;
+  std::function<void(const std::string&)> on_warning;
+};
+
+struct StudyOutcome {
+  std::vector<Trial> trials;
+  BestTable best;
+  int64_t resumed_trials = 0;
+  std::string stop_reason;
+};
+
+Json make_study_record(const Space& space, const Workload& workload, const StudyOptions& options,
+                       const Json& fingerprint);
+
+// Where two JSON values first differ ("params[1].values[3]: 8 vs 16"); empty when equal.
+std::string first_difference(const Json& a, const Json& b, const std::string& path = "");
+
+Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore& store,
+                                 const Workload& workload, const StudyOptions& options,
+                                 const Json& fingerprint);
+
+// Reads the trials of a stored study with its space (for `best`, `export`).
+Expected<std::vector<Trial>> load_trials(const ResultStore& store, const Space& space, int* torn);
+
+// Sets environment variables for the duration of a scope and restores them after.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv();
+  void set(const std::string& name, const std::string& value);
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+}  // namespace acceltune
