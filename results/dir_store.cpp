@@ -1,10 +1,12 @@
 // The study directory: study.json, trials.jsonl (one finished trial per line, appended and
 // fsynced per trial) and best.json (rewritten atomically).
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +57,16 @@ Status write_atomically(const fs::path& path, const std::string& data) {
   return {};
 }
 
+std::string utc_now() {
+  char buf[40];
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  gmtime_r(&ts.tv_sec, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, ts.tv_nsec / 1000000);
+}
+
 Expected<std::string> read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return input_error("{}: cannot read: {}", path.string(), std::strerror(errno));
@@ -77,9 +89,54 @@ class DirStore final : public ResultStore {
   explicit DirStore(fs::path dir) : dir_(std::move(dir)) {}
   ~DirStore() override {
     if (fd_ >= 0) ::close(fd_);
+    if (log_fd_ >= 0) ::close(log_fd_);
+    if (lock_fd_ >= 0) ::close(lock_fd_);
   }
 
   std::string location() const override { return dir_.string(); }
+
+  Status lock() override {
+    if (lock_fd_ >= 0) return {};
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec || !fs::is_directory(dir_)) {
+      return input_error("{}: cannot create the output directory: {}; choose another --out", dir_.string(),
+                         ec ? ec.message() : "not a directory");
+    }
+    const fs::path path = dir_ / "lock";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return input_error("{}: the output directory is not writable: {}; choose another --out", dir_.string(),
+                         std::strerror(errno));
+    }
+    // flock is released by the kernel when the holder dies, so a killed search never leaves a
+    // stale lock behind.
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {};
+      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+      while (!pid.empty() && pid.back() == '\n') pid.pop_back();
+      return input_error("{}: another acceltune process (pid {}) is writing this study; wait for it to finish or "
+                         "choose another --out",
+                         dir_.string(), pid);
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) == 0) (void)::pwrite(fd, pid.data(), pid.size(), 0);
+    lock_fd_ = fd;
+    return {};
+  }
+
+  void log(const Json& event) override {
+    if (log_fd_ < 0) {
+      log_fd_ = ::open((dir_ / "events.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (log_fd_ < 0) return;  // the log is a diagnostic aid; the trials file is the record
+    }
+    Json e = Json::object();
+    e["time"] = utc_now();
+    for (const auto& [k, v] : event.items()) e[k] = v;
+    (void)write_all(log_fd_, e.dump() + "\n", "events.jsonl");
+  }
   bool has_study() const override { return fs::exists(dir_ / "study.json"); }
 
   Status create(const Json& study) override {
@@ -169,6 +226,8 @@ class DirStore final : public ResultStore {
  private:
   fs::path dir_;
   int fd_ = -1;
+  int log_fd_ = -1;
+  int lock_fd_ = -1;
 };
 
 }  // namespace

@@ -11,37 +11,34 @@ std::string scalar_text(const Json& v) {
 }
 
 // KEY=VALUE lines, also valid as an NCCL_CONF_FILE. An environment holds one value per
-// variable, so this is the config of the best trial over all sizes; lines starting with '#'
-// record where the per-size bests disagree.
+// variable, so this is the config chosen for the most sizes; comment lines give the ranges
+// whose choice differs.
 Expected<std::string> emit_env(const BestTable& best) {
-  std::string out = fmt::format("# acceltune: space {}, kernel {}\n", best.space, best.kernel);
-  if (!best.overall_trial) {
-    return runtime_error("space {}: no trial measured ok, so there is no best config to export", best.space);
+  if (best.trials_ok == 0) {
+    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
   }
-  out += fmt::format("# best over all sizes: trial {} ({:.4g} {} geometric mean", *best.overall_trial,
-                     best.overall_value, best.unit);
-  if (best.default_overall_value && *best.default_overall_value > 0) {
-    out += fmt::format(", {:.3f}x the default", best.overall_value / *best.default_overall_value);
-  }
-  out += ")\n";
+  std::string out = fmt::format("# acceltune: space {}, kernel {}, {} trials{}\n", best.space, best.kernel, best.trials,
+                                best.certified ? ", gains certified against the default" : "");
+  if (best.export_config == best.default_config) out += "# no significant gain over the library default\n";
   if (best.env.empty()) {
     out += "# no param of this space is applied through an environment variable\n";
     return out;
   }
   for (const auto& [param, var] : best.env) {
-    if (!best.overall_config.contains(param)) continue;
-    out += fmt::format("{}={}\n", var, scalar_text(best.overall_config[param]));
+    if (!best.export_config.contains(param)) continue;
+    out += fmt::format("{}={}\n", var, scalar_text(best.export_config[param]));
   }
-  for (const auto& s : best.sizes) {
-    if (!s.best_trial || *s.best_trial == *best.overall_trial) continue;
+  for (const auto& r : best.ranges) {
     std::string diff;
     for (const auto& [param, var] : best.env) {
-      if (s.best_config.contains(param) && best.overall_config.contains(param) &&
-          s.best_config[param] != best.overall_config[param]) {
-        diff += fmt::format(" {}={}", var, scalar_text(s.best_config[param]));
+      if (r.config.contains(param) && best.export_config.contains(param) && r.config[param] != best.export_config[param]) {
+        diff += fmt::format(" {}={}", var, scalar_text(r.config[param]));
       }
     }
-    if (!diff.empty()) out += fmt::format("# at {} the best was trial {}:{}\n", format_bytes(s.bytes), *s.best_trial, diff);
+    if (!diff.empty()) {
+      out += fmt::format("# bytes {}..{} choose:{}\n", r.min_bytes,
+                         r.max_bytes == UINT64_MAX ? std::string("max") : std::to_string(r.max_bytes), diff);
+    }
   }
   return out;
 }

@@ -96,4 +96,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> worker_command() { return {ACCELTUNE_BINARY, "__worker"}; }
+
 }  // namespace acceltune::test

@@ -41,4 +41,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::p
 
 std::vector<std::string> lines_of(const std::string& text);
 
+// argv of the acceltune binary's worker mode, for studies run inside a test binary.
+std::vector<std::string> worker_command();
+
 }  // namespace acceltune::test

@@ -98,7 +98,7 @@ TEST(Cli, HostCopySearchWithATinyBudget) {
   EXPECT_TRUE(r.err.empty()) << "not a terminal, so no progress output: " << r.err;
   EXPECT_NE(r.out.find("64K"), std::string::npos);
   EXPECT_NE(r.out.find("1M"), std::string::npos);
-  EXPECT_NE(r.out.find("ratio"), std::string::npos);
+  EXPECT_NE(r.out.find("gain [95% interval]"), std::string::npos) << r.out;
   const auto lines = test::lines_of(test::read_file(dir / "study" / "trials.jsonl"));
   ASSERT_EQ(lines.size(), 4u);
   Json first = Json::parse(lines[0]);

@@ -56,6 +56,7 @@ StudyOptions options(const std::string& strategy, int64_t budget, uint64_t seed 
   o.budget = budget;
   o.seed = seed;
   o.resume = resume;
+  o.worker_command = test::worker_command();
   return o;
 }
 
@@ -171,10 +172,12 @@ TEST(Study, ResumeRefusesADifferentStudy) {
   }
   // Another workload.
   f.workload.sizes = {0, 1};
-  auto st = f.store();
-  auto out = f.run(*st, options("random", 8, 1, true));
-  ASSERT_FALSE(out.has_value());
-  EXPECT_NE(out.error().message.find("workload"), std::string::npos) << out.error().message;
+  {
+    auto st = f.store();
+    auto out = f.run(*st, options("random", 8, 1, true));
+    ASSERT_FALSE(out.has_value());
+    EXPECT_NE(out.error().message.find("workload"), std::string::npos) << out.error().message;
+  }
   f.workload.sizes = {0};
   // Another space: the landscape changed.
   test::write_file(f.dir / "land.csv", test::landscape_csv() + "tree,5,1,1\n");
@@ -244,7 +247,9 @@ TEST(Study, EnvBoundParamsAreSetForEachTrialAndRestoredAfter) {
   Workload w;
   w.kernel = "test-env-echo";
   w.sizes = {1};
-  auto out = run_study(s, **k, *st, w, options("grid", 10), Json::object());
+  auto o = options("grid", 10);
+  o.isolation = Isolation::in_process;  // the test kernel lives in this binary only
+  auto out = run_study(s, **k, *st, w, o, Json::object());
   ASSERT_TRUE(out.has_value()) << out.error().message;
   ASSERT_EQ(out->trials.size(), 2u);
   EXPECT_EQ(out->trials[0].state, State::ok) << out->trials[0].error;

@@ -16,6 +16,7 @@
 #include "tools/spaces_path.hpp"
 #include "tuner/best.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/runner.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune::cli {
@@ -75,9 +76,36 @@ std::string describe_config(const Json& config, const Json& default_config,
 void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out) {
   const auto units = units_of(space_definition);
   const std::string unit = b.unit;
-  std::fprintf(out, "%-8s %14s %14s %8s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
-               "ratio", "best config (trial)");
+  if (b.certified) {
+    std::fprintf(out, "%-8s %14s %14s %22s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
+                 "gain [95% interval]", "exported config (trial)");
+  } else {
+    std::fprintf(out, "%-8s %14s %14s %8s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
+                 "ratio", "best config (trial)");
+  }
   for (const auto& s : b.sizes) {
+    if (b.certified) {
+      if (!s.certified_trial) {
+        std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
+                     s.default_value ? format_value(*s.default_value).c_str() : "-", "-", "-",
+                     "(default: no other config measured ok)");
+        continue;
+      }
+      const Candidate* w = nullptr;
+      for (const auto& c : s.candidates) {
+        if (c.trial == *s.certified_trial) w = &c;
+      }
+      const std::string gain = fmt::format("{:.2f}x [{:.2f}, {:.2f}]", *s.certified_ratio, s.ci_low.value_or(0),
+                                           s.ci_high.value_or(INFINITY));
+      const std::string cfg =
+          s.significant ? fmt::format("{} (#{})", describe_config(s.chosen_config, b.default_config, units),
+                                      *s.certified_trial)
+                        : fmt::format("(default) no significant gain from #{}", *s.certified_trial);
+      std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
+                   w ? format_value(w->default_value).c_str() : "-", w ? format_value(w->value).c_str() : "-",
+                   gain.c_str(), cfg.c_str());
+      continue;
+    }
     const std::string def = s.default_value ? format_value(*s.default_value) : "-";
     const std::string best = s.best_trial ? format_value(s.best_value) : "-";
     const std::string ratio = s.ratio ? fmt::format("{:.2f}x", *s.ratio) : "-";
@@ -87,6 +115,16 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
                                 : "no config measured ok";
     std::fprintf(out, "%-8s %14s %14s %8s  %s\n", format_bytes(s.bytes).c_str(), def.c_str(), best.c_str(),
                  ratio.c_str(), cfg.c_str());
+  }
+  if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
+    std::fprintf(out, "ranges:");
+    for (const auto& r : b.ranges) {
+      // Ranges end just below the next one's first size: print them half-open.
+      std::fprintf(out, " [%s, %s) %s;", r.min_bytes == 0 ? "0" : format_bytes(r.min_bytes).c_str(),
+                   r.max_bytes == UINT64_MAX ? "max" : format_bytes(r.max_bytes + 1).c_str(),
+                   r.is_default ? "default" : describe_config(r.config, b.default_config, units).c_str());
+    }
+    std::fprintf(out, "\n");
   }
 }
 
@@ -212,8 +250,28 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
 }
 
 // --------------------------------------------------------------------------------- search
+// argv of this binary's hidden worker mode.
+std::vector<std::string> worker_command() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return {ec ? std::string("/proc/self/exe") : exe.string(), "__worker"};
+}
+
+enum class LogLevel { error, warn, info, debug };
+
+Expected<LogLevel> parse_log_level(const std::string& s) {
+  if (s == "error") return LogLevel::error;
+  if (s == "warn") return LogLevel::warn;
+  if (s == "info") return LogLevel::info;
+  if (s == "debug") return LogLevel::debug;
+  return input_error("unknown --log-level '{}' (use error, warn, info or debug)", s);
+}
+
 struct SearchArgs {
   std::string space, strategy, sizes, out;
+  std::string isolation = "auto", log_level = "warn";
+  double trial_timeout = 0;
+  int certify_top = 3, certify_rounds = 5;
   int64_t budget = 0;
   double time_limit = 0;
   uint64_t seed = 1;
@@ -266,7 +324,42 @@ int cmd_search(const SearchArgs& a) {
   o.resume = a.resume;
   o.measure.target_rel_halfwidth = a.target;
   o.measure.max_seconds = a.max_seconds;
+  auto iso = isolation_from_string(a.isolation);
+  if (!iso) return fail(iso.error());
+  o.isolation = *iso;
+  o.worker_command = worker_command();
+  o.trial_timeout_seconds = a.trial_timeout;
+  o.certify.top = a.certify_top;
+  o.certify.rounds = a.certify_rounds;
+  auto level = parse_log_level(a.log_level);
+  if (!level) return fail(level.error());
   const bool tty = stderr_is_terminal();
+  o.on_event = [&, lv = *level](const Json& e) {
+    const std::string ev = e.value("event", "");
+    std::string line;
+    if (ev == "trial_failure" && lv >= LogLevel::warn) {
+      line = fmt::format("trial {} {}: {}", e.value("number", 0), e.value("state", ""), e.value("error", ""));
+    } else if (ev == "trial_finish" && lv >= LogLevel::info) {
+      line = fmt::format("trial {} ok: {} {} in {:.2f} s", e.value("number", 0),
+                         e["value"].is_number() ? format_value(e["value"].get<double>()) : "-", p.kernel->unit(),
+                         e.value("cost_seconds", 0.0));
+    } else if (ev == "certify" && lv >= LogLevel::info) {
+      line = fmt::format("certified {}: {}", format_bytes(e.value("bytes", uint64_t{0})),
+                         e.contains("ratio") ? fmt::format("{:.3f}x [{:.3f}, {:.3f}]{}", e["ratio"].get<double>(),
+                                                           e.value("ci_low", 0.0), e.value("ci_high", 0.0),
+                                                           e.value("significant", false) ? "" : ", not significant")
+                                             : "no candidate");
+    } else if (lv >= LogLevel::debug) {
+      line = e.dump();
+    }
+    if (!line.empty()) std::fprintf(stderr, "%sacceltune: %s\n", tty ? "\r\033[K" : "", line.c_str());
+  };
+  if (tty) {
+    o.on_certify_progress = [](int done, int total) {
+      std::fprintf(stderr, "\r\033[Kcertifying gains against the default: %d/%d measurements", done, total);
+      std::fflush(stderr);
+    };
+  }
   if (tty) {
     o.on_progress = [&](const Progress& pr) {
       const std::string best =
@@ -455,8 +548,8 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
   ACCELTUNE_TRY_ASSIGN(BestTable b, BestTable::from_json(best_json));
   if (!b.overall_trial) return runtime_error("{}: the study has no config that measured ok", path);
   for (const auto& [param, var] : b.env) {
-    if (!b.overall_config.contains(param)) continue;
-    const Json& v = b.overall_config[param];
+    if (!b.export_config.contains(param)) continue;
+    const Json& v = b.export_config[param];
     vars.emplace_back(var, v.is_string() ? v.get<std::string>() : v.dump());
   }
   return vars;
@@ -520,6 +613,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0001, 1.0));
   search->add_option("--max-seconds", sa.max_seconds, "measurement time cap per config and size (default 0.5)")
       ->check(CLI::Range(0.001, 3600.0));
+  search->add_option("--isolation", sa.isolation,
+                     "auto, in-process or worker (a fresh process per trial, with a watchdog); auto: workers when "
+                     "the kernel or space needs them or a param is set through the environment");
+  search->add_option("--trial-timeout", sa.trial_timeout,
+                     "seconds before a worker's trial is killed and recorded as timeout (default: from --max-seconds)")
+      ->check(CLI::NonNegativeNumber);
+  search->add_option("--certify-top", sa.certify_top,
+                     "top configs per size re-measured interleaved with the default after the search; 0: off (default 3)")
+      ->check(CLI::Range(0, 100));
+  search->add_option("--certify-rounds", sa.certify_rounds, "interleaved rounds of that re-measurement (default 5)")
+      ->check(CLI::Range(2, 1000));
+  search->add_option("--log-level", sa.log_level,
+                     "console detail: error, warn (failed trials; default), info (every trial), debug (every event); "
+                     "every event is also written to DIR/events.jsonl");
   search->footer("Example: acceltune search --space host-copy --budget 40 --sizes 64K,16M --out study1");
 
   std::string bench_space, bench_sizes;
@@ -558,6 +665,9 @@ int main(int argc, char** argv) {
   ex->add_flag("-v,--verbose", exec_verbose, "print each variable set");
   ex->add_option("command", exec_cmd, "the command and its arguments, after '--'")->required();
   ex->footer("Example: acceltune exec --config acceltune-results/nccl-1 -- ./train.sh");
+
+  // The hidden worker mode: one trial's measurements, request on stdin, result on fd 3.
+  if (argc == 2 && std::string(argv[1]) == "__worker") return acceltune::worker_main(0, 3);
 
   try {
     app.parse(argc, argv);

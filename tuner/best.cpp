@@ -29,9 +29,35 @@ Json BestTable::to_json() const {
     e["value_p90"] = s.best_trial ? Json(s.best_p90) : Json(nullptr);
     e["default_value"] = opt(s.default_value);
     e["ratio"] = opt(s.ratio);
+    if (s.certified) {
+      Json c = Json::object();
+      c["trial"] = s.certified_trial ? Json(*s.certified_trial) : Json(nullptr);
+      c["ratio"] = opt(s.certified_ratio);
+      c["ci_low"] = opt(s.ci_low);
+      c["ci_high"] = opt(s.ci_high);
+      c["significant"] = s.significant;
+      Json cands = Json::array();
+      for (const auto& k : s.candidates) {
+        cands.push_back(Json{{"trial", k.trial}, {"config", k.config}, {"ratio", k.ratio}, {"ci_low", k.ci_low},
+                             {"ci_high", k.ci_high}, {"value", k.value}, {"default_value", k.default_value},
+                             {"rounds", k.rounds}});
+      }
+      c["candidates"] = cands;
+      e["certified"] = c;
+    }
+    e["chosen_config"] = s.chosen_config;
+    e["chosen_is_default"] = s.chosen_is_default;
     sz.push_back(e);
   }
   j["sizes"] = sz;
+  j["certified"] = certified;
+  Json rs = Json::array();
+  for (const auto& r : ranges) {
+    rs.push_back(Json{{"min_bytes", r.min_bytes}, {"max_bytes", r.max_bytes}, {"sizes", r.sizes},
+                      {"config", r.config}, {"is_default", r.is_default}});
+  }
+  j["ranges"] = rs;
+  j["export_config"] = export_config;
   j["overall"] = Json{{"trial", overall_trial ? Json(*overall_trial) : Json(nullptr)},
                       {"config", overall_config},
                       {"value", overall_trial ? Json(overall_value) : Json(nullptr)},
@@ -63,7 +89,40 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
     s.best_p90 = get_opt(e, "value_p90").value_or(0);
     s.default_value = get_opt(e, "default_value");
     s.ratio = get_opt(e, "ratio");
+    if (e.contains("certified") && e["certified"].is_object()) {
+      const Json& c = e["certified"];
+      s.certified = true;
+      if (c.contains("trial") && c["trial"].is_number()) s.certified_trial = c["trial"].get<int64_t>();
+      s.certified_ratio = get_opt(c, "ratio");
+      s.ci_low = get_opt(c, "ci_low");
+      s.ci_high = get_opt(c, "ci_high");
+      s.significant = c.value("significant", false);
+      for (const auto& k : c.value("candidates", Json::array())) {
+        Candidate cd;
+        cd.trial = k.value("trial", int64_t{0});
+        cd.config = k.value("config", Json::object());
+        cd.ratio = k.value("ratio", 0.0);
+        cd.ci_low = k.value("ci_low", 0.0);
+        cd.ci_high = k.value("ci_high", 0.0);
+        cd.value = k.value("value", 0.0);
+        cd.default_value = k.value("default_value", 0.0);
+        cd.rounds = k.value("rounds", 0);
+        s.candidates.push_back(std::move(cd));
+      }
+    }
+    s.chosen_config = e.value("chosen_config", s.best_config);
+    s.chosen_is_default = e.value("chosen_is_default", false);
     b.sizes.push_back(std::move(s));
+  }
+  b.certified = j.value("certified", false);
+  for (const auto& r : j.value("ranges", Json::array())) {
+    SizeRange sr;
+    sr.min_bytes = r.value("min_bytes", uint64_t{0});
+    sr.max_bytes = r.value("max_bytes", uint64_t{0});
+    sr.sizes = r.value("sizes", std::vector<uint64_t>{});
+    sr.config = r.value("config", Json::object());
+    sr.is_default = r.value("is_default", false);
+    b.ranges.push_back(std::move(sr));
   }
   const Json& o = j["overall"];
   if (o.contains("trial") && o["trial"].is_number()) b.overall_trial = o["trial"].get<int64_t>();
@@ -71,6 +130,7 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
   b.overall_value = get_opt(o, "value").value_or(0);
   b.default_overall_value = get_opt(o, "default_value");
   b.default_config = j.value("default_config", Json::object());
+  b.export_config = j.value("export_config", b.overall_config);
   if (j.contains("env")) {
     for (const auto& [p, e] : j["env"].items()) b.env[p] = e.get<std::string>();
   }
@@ -121,6 +181,8 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
       if (m && m->state == State::ok) s.default_value = m->value;
     }
     if (best && s.default_value && *s.default_value > 0) s.ratio = s.best_value / *s.default_value;
+    s.chosen_config = best ? s.best_config : b.default_config;
+    s.chosen_is_default = !best || s.best_config == b.default_config;
     b.sizes.push_back(std::move(s));
   }
   if (best_overall) {
@@ -129,7 +191,38 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
     b.overall_value = *best_overall->value;
   }
   if (default_trial && default_trial->value) b.default_overall_value = *default_trial->value;
+  finish_ranges(b);
   return b;
+}
+
+void finish_ranges(BestTable& b) {
+  b.ranges.clear();
+  for (const auto& s : b.sizes) {
+    if (!b.ranges.empty() && b.ranges.back().config == s.chosen_config) {
+      b.ranges.back().sizes.push_back(s.bytes);
+      continue;
+    }
+    if (!b.ranges.empty()) b.ranges.back().max_bytes = s.bytes - 1;
+    SizeRange r;
+    r.min_bytes = b.ranges.empty() ? 0 : s.bytes;
+    r.sizes = {s.bytes};
+    r.config = s.chosen_config;
+    r.is_default = s.chosen_is_default;
+    b.ranges.push_back(std::move(r));
+  }
+  if (!b.ranges.empty()) b.ranges.back().max_bytes = UINT64_MAX;
+  // The export config: chosen for the most sizes; a tie goes to the one at larger sizes, where
+  // the time of a transfer is spent.
+  size_t best_count = 0;
+  b.export_config = b.default_config;
+  for (size_t i = 0; i < b.sizes.size(); ++i) {
+    size_t count = 0;
+    for (const auto& s : b.sizes) count += s.chosen_config == b.sizes[i].chosen_config ? 1 : 0;
+    if (count >= best_count) {
+      best_count = count;
+      b.export_config = b.sizes[i].chosen_config;
+    }
+  }
 }
 
 Expected<std::string> emit(const std::string& format, const BestTable& best) {

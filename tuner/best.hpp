@@ -13,13 +13,44 @@
 
 namespace acceltune {
 
+// A top config re-measured interleaved with the default (A B A B ...) after the search.
+struct Candidate {
+  int64_t trial = 0;
+  Json config = Json::object();
+  double ratio = 0, ci_low = 0, ci_high = 0;  // candidate / default, 95% interval
+  double value = 0, default_value = 0;         // medians over the rounds
+  int rounds = 0;                              // rounds where both measured ok
+};
+
 struct SizeBest {
   uint64_t bytes = 0;
+  // What the search saw: the best single measurement at this size and the default's.
   std::optional<int64_t> best_trial;
   Json best_config = Json::object();
   double best_value = 0, best_p10 = 0, best_p90 = 0;
   std::optional<double> default_value;
   std::optional<double> ratio;  // best / default
+  // Certification: the winner among the re-measured candidates, and whether its gain is
+  // significant (the interval excludes 1.0).
+  bool certified = false;
+  std::vector<Candidate> candidates;
+  std::optional<int64_t> certified_trial;
+  std::optional<double> certified_ratio, ci_low, ci_high;
+  bool significant = false;
+  // What an export uses at this size: the certified winner when significant, the library
+  // default when not, the search's best when the study was not certified.
+  Json chosen_config = Json::object();
+  bool chosen_is_default = false;
+};
+
+// Adjacent sizes that share a chosen config, as the byte range that NCCL tuner tables, Open MPI
+// rules and MPICH selection files use: [min_bytes, max_bytes], the first range from 0 and the
+// last to the largest 64-bit value, boundaries just below the next range's first size.
+struct SizeRange {
+  uint64_t min_bytes = 0, max_bytes = 0;
+  std::vector<uint64_t> sizes;
+  Json config = Json::object();
+  bool is_default = false;
 };
 
 struct BestTable {
@@ -32,6 +63,10 @@ struct BestTable {
   Json overall_config = Json::object();
   double overall_value = 0;
   std::optional<double> default_overall_value;
+  std::vector<SizeRange> ranges;
+  // The config a single-valued export (env) uses: the one chosen for the most sizes.
+  Json export_config = Json::object();
+  bool certified = false;
   std::map<std::string, std::string> env;  // param name -> environment variable
   Json default_config = Json::object();
   int64_t trials = 0, trials_ok = 0;
@@ -41,8 +76,12 @@ struct BestTable {
 };
 
 // Per size, the best ok measurement over all trials; trial 0 (the default) is the reference.
+// The chosen configs are the search's bests until certification replaces them.
 BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
                        const std::string& unit);
+
+// Groups adjacent sizes by chosen config into ranges and picks the export config.
+void finish_ranges(BestTable& b);
 
 struct EmitterInfo {
   std::string description;

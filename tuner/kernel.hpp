@@ -19,6 +19,10 @@ struct MeasureContext {
   int64_t trial_number = 0;
 };
 
+// Where a kernel's measurements may run. Most kernels run anywhere; one that may crash or hang
+// by design (fault) needs a worker process.
+enum class KernelIsolation { any, worker_only, in_process_only };
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -39,6 +43,7 @@ class Kernel {
   virtual std::string unit() const { return "GB/s"; }
   // False for kernels whose objective does not depend on a message size (replay).
   virtual bool sized() const { return true; }
+  virtual KernelIsolation isolation() const { return KernelIsolation::any; }
 };
 
 struct KernelInfo {

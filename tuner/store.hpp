@@ -16,6 +16,11 @@ class ResultStore {
  public:
   virtual ~ResultStore() = default;
   virtual std::string location() const = 0;
+  // Takes the study for this process: a second writer is refused with a clear message. Held
+  // until the store is destroyed (or the process dies).
+  virtual Status lock() = 0;
+  // Appends one structured event (a JSON object) to the study's log.
+  virtual void log(const Json& event) = 0;
   // True when a study was created here before.
   virtual bool has_study() const = 0;
   // Starts a new study; fails when the location cannot be written.

@@ -89,46 +89,6 @@ Expected<std::vector<Trial>> load_trials(const ResultStore& store, const Space& 
   return trials;
 }
 
-namespace {
-
-Trial run_trial(const Space& space, Kernel& kernel, const Workload& workload, const Config& config,
-                int64_t number, const StudyOptions& options) {
-  using clock = std::chrono::steady_clock;
-  Trial t;
-  t.number = number;
-  t.config = config;
-  t.key = space.key(config);
-  t.started_at = utc_now_iso8601();
-  const auto start = clock::now();
-  {
-    ScopedEnv env;
-    for (size_t k = 0; k < space.params().size(); ++k) {
-      const Param& p = space.params()[k];
-      if (!p.env.empty()) env.set(p.env, to_string(space.value(config, k)));
-    }
-    MeasureContext ctx{options.seed, number};
-    for (uint64_t bytes : workload.sizes) {
-      Measurement m;
-      try {
-        m = kernel.measure(space, config, bytes, options.measure, ctx);
-      } catch (const std::exception& e) {
-        m.bytes = bytes;
-        m.state = State::failed;
-        m.error = fmt::format("kernel threw: {}", e.what());
-      }
-      m.bytes = bytes;
-      const bool stop = m.state != State::ok;
-      t.measurements.push_back(std::move(m));
-      if (stop) break;  // a config that fails at one size is not worth the others
-    }
-  }
-  summarise(t);
-  t.cost_seconds = std::chrono::duration<double>(clock::now() - start).count();
-  return t;
-}
-
-}  // namespace
-
 Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore& store,
                                  const Workload& workload, const StudyOptions& options,
                                  const Json& fingerprint) {
@@ -136,6 +96,15 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   const auto start = clock::now();
   StudyOutcome out;
   const Json record = make_study_record(space, workload, options, fingerprint);
+  ACCELTUNE_TRY_ASSIGN(out.isolation, resolve_isolation(space, kernel, options.isolation));
+  if (out.isolation == Isolation::worker && options.worker_command.empty()) {
+    return input_error("space '{}' needs worker processes, but no worker command is set", space.name());
+  }
+  auto log = [&](Json event) {
+    store.log(event);
+    if (options.on_event) options.on_event(event);
+  };
+  ACCELTUNE_TRY(store.lock());
 
   if (options.resume) {
     if (!store.has_study()) {
@@ -177,6 +146,20 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
     ACCELTUNE_TRY(store.create(record));
   }
 
+  log(Json{{"event", options.resume ? "resume" : "start"},
+           {"space", space.name()},
+           {"strategy", options.strategy},
+           {"seed", options.seed},
+           {"budget", options.budget},
+           {"isolation", std::string(to_string(out.isolation))},
+           {"trials_kept", out.trials.size()}});
+  RunnerOptions ro;
+  ro.isolation = out.isolation;
+  ro.worker_command = options.worker_command;
+  ro.timeout_seconds = options.trial_timeout_seconds;
+  ro.seed = options.seed;
+  ro.measure = options.measure;
+  TrialRunner runner(space, kernel, ro);
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Strategy> strategy,
                        make_strategy(options.strategy, space, options.seed));
   std::unordered_set<std::string> seen;
@@ -222,8 +205,19 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
       }
       continue;
     }
-    Trial t = run_trial(space, kernel, workload, *next, next_number++, options);
+    const int64_t number = next_number++;
+    log(Json{{"event", "trial_start"}, {"number", number}, {"config", space.config_to_json(*next)}});
+    const std::string started_at = utc_now_iso8601();
+    Trial t = runner.run(*next, number, workload.sizes);
+    t.started_at = started_at;
     ACCELTUNE_TRY(store.append(t.to_json(space)));
+    Json fin{{"event", t.state == State::ok ? "trial_finish" : "trial_failure"},
+             {"number", t.number},
+             {"state", std::string(to_string(t.state))},
+             {"value", t.value ? Json(*t.value) : Json(nullptr)},
+             {"cost_seconds", t.cost_seconds}};
+    if (!t.error.empty()) fin["error"] = t.error;
+    log(fin);
     seen.insert(key);
     strategy->tell(t);
     if (t.value && (!best_value || *t.value > *best_value)) best_value = t.value;
@@ -250,7 +244,11 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   }
 
   out.best = compute_best(space, workload, out.trials, kernel.unit());
+  if (options.certify.top > 0 && out.best.trials_ok > 0) {
+    certify(out.best, space, out.trials, runner, options.certify, log, options.on_certify_progress);
+  }
   ACCELTUNE_TRY(store.write_best(out.best.to_json()));
+  log(Json{{"event", "end"}, {"reason", out.stop_reason}, {"trials", out.trials.size()}, {"certified", out.best.certified}});
   return out;
 }
 

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "tuner/best.hpp"
+#include "tuner/certify.hpp"
 #include "tuner/kernel.hpp"
+#include "tuner/runner.hpp"
 #include "tuner/store.hpp"
 #include "tuner/strategy.hpp"
 
@@ -30,8 +32,15 @@ struct StudyOptions {
   double time_limit_seconds = 0;    // for this invocation; 0: none
   MeasureSettings measure;
   bool resume = false;
+  Isolation isolation = Isolation::automatic;
+  std::vector<std::string> worker_command;  // argv of the hidden worker mode
+  double trial_timeout_seconds = 0;         // 0: derived from the measurement settings
+  CertifyOptions certify;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_warning;
+  // Every structured event as it is logged (the console shows them by --log-level).
+  std::function<void(const Json&)> on_event;
+  std::function<void(int done, int total)> on_certify_progress;
 };
 
 struct StudyOutcome {
@@ -39,6 +48,7 @@ struct StudyOutcome {
   BestTable best;
   int64_t resumed_trials = 0;
   std::string stop_reason;
+  Isolation isolation = Isolation::in_process;
 };
 
 Json make_study_record(const Space& space, const Workload& workload, const StudyOptions& options,

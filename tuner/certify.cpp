@@ -1,0 +1,153 @@
+#include "tuner/certify.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace acceltune {
+
+double student_t_975(int df) {
+  static const double table[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+                                 2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return std::nan("");
+  if (df <= 30) return table[df];
+  return 1.96 + 2.4 / df;  // close to the exact values above 30
+}
+
+RatioInterval ratio_interval(const std::vector<double>& candidate, const std::vector<double>& reference) {
+  std::vector<double> logs;
+  for (size_t i = 0; i < std::min(candidate.size(), reference.size()); ++i) {
+    if (candidate[i] > 0 && reference[i] > 0 && std::isfinite(candidate[i]) && std::isfinite(reference[i])) {
+      logs.push_back(std::log(candidate[i] / reference[i]));
+    }
+  }
+  RatioInterval r;
+  r.n = static_cast<int>(logs.size());
+  if (logs.empty()) return r;
+  const double n = static_cast<double>(logs.size());
+  double mean = 0;
+  for (double x : logs) mean += x / n;
+  r.ratio = std::exp(mean);
+  if (logs.size() < 2) {
+    r.low = 0;
+    r.high = INFINITY;
+    return r;
+  }
+  double var = 0;
+  for (double x : logs) var += (x - mean) * (x - mean) / (n - 1);
+  const double half = student_t_975(r.n - 1) * std::sqrt(var / n);
+  r.low = std::exp(mean - half);
+  r.high = std::exp(mean + half);
+  return r;
+}
+
+namespace {
+
+double median_of(std::vector<double> xs) {
+  xs.erase(std::remove_if(xs.begin(), xs.end(), [](double x) { return !std::isfinite(x); }), xs.end());
+  if (xs.empty()) return std::nan("");
+  return quantile(xs, 0.5);
+}
+
+}  // namespace
+
+void certify(BestTable& best, const Space& space, const std::vector<Trial>& trials, TrialRunner& runner,
+             const CertifyOptions& options, const std::function<void(const Json&)>& log,
+             const std::function<void(int, int)>& progress) {
+  if (options.top <= 0 || options.rounds <= 0) return;
+  const Config def = space.default_config();
+  const std::string def_key = space.key(def);
+  // Candidates per size: the top distinct configs by their search value there.
+  std::vector<std::vector<const Trial*>> picks(best.sizes.size());
+  int total = 0;
+  for (size_t i = 0; i < best.sizes.size(); ++i) {
+    const uint64_t bytes = best.sizes[i].bytes;
+    std::vector<const Trial*> ok;
+    for (const auto& t : trials) {
+      const Measurement* m = t.at_size(bytes);
+      if (t.key != def_key && m && m->state == State::ok) ok.push_back(&t);
+    }
+    std::sort(ok.begin(), ok.end(), [&](const Trial* a, const Trial* b) {
+      return a->at_size(bytes)->value > b->at_size(bytes)->value;
+    });
+    if (ok.size() > static_cast<size_t>(options.top)) ok.resize(static_cast<size_t>(options.top));
+    picks[i] = ok;
+    total += static_cast<int>((ok.size() + 1) * static_cast<size_t>(options.rounds));
+  }
+  int done = 0;
+  best.certified = true;
+  for (size_t i = 0; i < best.sizes.size(); ++i) {
+    SizeBest& s = best.sizes[i];
+    s.certified = true;
+    s.candidates.clear();
+    s.certified_trial.reset();
+    s.certified_ratio.reset();
+    s.ci_low.reset();
+    s.ci_high.reset();
+    s.significant = false;
+    s.chosen_config = best.default_config;
+    s.chosen_is_default = true;
+    const auto& cands = picks[i];
+    if (cands.empty()) continue;
+    std::vector<double> def_values;
+    std::vector<std::vector<double>> values(cands.size());
+    auto value_of = [&](const Config& c) {
+      Trial t = runner.run(c, -1, {s.bytes});
+      const Measurement* m = t.at_size(s.bytes);
+      return m && m->state == State::ok ? m->value : std::nan("");
+    };
+    for (int r = 0; r < options.rounds; ++r) {
+      // A B C D, then D C B A: a drift during a round affects both sides of each ratio alike.
+      std::vector<int> order;
+      order.push_back(-1);
+      for (size_t k = 0; k < cands.size(); ++k) order.push_back(static_cast<int>(k));
+      if (r % 2 == 1) std::reverse(order.begin(), order.end());
+      for (int k : order) {
+        if (k < 0) def_values.push_back(value_of(def));
+        else values[static_cast<size_t>(k)].push_back(value_of(cands[static_cast<size_t>(k)]->config));
+        if (progress) progress(++done, total);
+      }
+    }
+    const Candidate* winner = nullptr;
+    for (size_t k = 0; k < cands.size(); ++k) {
+      RatioInterval ri = ratio_interval(values[k], def_values);
+      Candidate c;
+      c.trial = cands[k]->number;
+      c.config = space.config_to_json(cands[k]->config);
+      c.ratio = ri.ratio;
+      c.ci_low = ri.low;
+      c.ci_high = ri.high;
+      c.value = median_of(values[k]);
+      c.default_value = median_of(def_values);
+      c.rounds = ri.n;
+      s.candidates.push_back(std::move(c));
+    }
+    for (const auto& c : s.candidates) {
+      if (c.rounds > 0 && (!winner || c.ratio > winner->ratio)) winner = &c;
+    }
+    if (winner) {
+      s.certified_trial = winner->trial;
+      s.certified_ratio = winner->ratio;
+      s.ci_low = winner->ci_low;
+      s.ci_high = winner->ci_high;
+      s.significant = winner->ci_low > 1.0;
+      if (s.significant) {
+        s.chosen_config = winner->config;
+        s.chosen_is_default = false;
+      }
+    }
+    if (log) {
+      Json e = Json{{"event", "certify"}, {"bytes", s.bytes}, {"significant", s.significant}};
+      if (winner) {
+        e["trial"] = winner->trial;
+        e["ratio"] = winner->ratio;
+        e["ci_low"] = winner->ci_low;
+        e["ci_high"] = winner->ci_high;
+      }
+      log(e);
+    }
+  }
+  finish_ranges(best);
+}
+
+}  // namespace acceltune

@@ -1,0 +1,36 @@
+// Certified gains. Machines drift (the same benchmark moves 2-4x within tens of minutes), so a
+// config measured once, minutes after the default, proves little. After the search the top
+// configs per size are re-measured interleaved with the default in the same run, and the gain
+// is a ratio with a 95% confidence interval; an interval that includes 1.0 is "no significant
+// gain", and the export keeps the library default for that size.
+#pragma once
+
+#include <functional>
+
+#include "tuner/best.hpp"
+#include "tuner/runner.hpp"
+
+namespace acceltune {
+
+struct CertifyOptions {
+  int top = 3;     // candidates per size; 0 disables certification
+  int rounds = 5;  // interleaved rounds of default and candidates
+};
+
+// A 95% interval for the mean of log ratios, by Student's t. Returns {ratio, low, high}.
+struct RatioInterval {
+  double ratio = 0, low = 0, high = 0;
+  int n = 0;
+};
+RatioInterval ratio_interval(const std::vector<double>& candidate, const std::vector<double>& reference);
+
+// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
+double student_t_975(int df);
+
+// Re-measures and fills the certification fields of every size of `best`, then its ranges.
+// `log` receives one JSON event per size.
+void certify(BestTable& best, const Space& space, const std::vector<Trial>& trials, TrialRunner& runner,
+             const CertifyOptions& options, const std::function<void(const Json&)>& log,
+             const std::function<void(int, int)>& progress);
+
+}  // namespace acceltune
