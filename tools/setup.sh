@@ -9,7 +9,10 @@ packages=(
   libfmt-dev           # formatting
   libmuparser-dev      # constraint expressions
   libcli11-dev         # command line
+  libeigen3-dev        # the Gaussian process of the bayes strategy
+  libnlopt-dev libnlopt-cxx-dev  # its hyper-parameter fits (L-BFGS)
   libgtest-dev         # tests
+  libbenchmark-dev     # engine benchmarks (not run as tests)
 )
 
 missing=()

@@ -1,0 +1,270 @@
+// bayes: Bayesian optimisation with a Gaussian process (search/gp.hpp) and noise-aware log
+// expected improvement, maximised over every unevaluated valid config (or, in spaces of more
+// than 1e5 configs, a large sample plus the neighbours of the best). When a study covers
+// several message sizes, the size is an input of the model, so what one size teaches is shared
+// with the others, and the acquisition sums the improvement expected at every size.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "search/gp.hpp"
+#include "tuner/strategy.hpp"
+
+namespace acceltune {
+namespace {
+
+constexpr uint64_t kEnumerateLimit = 100'000;
+constexpr size_t kSampleSize = 20'000;
+
+class Bayes final : public Strategy {
+ public:
+  Bayes(const Space& space, uint64_t seed) : space_(space), seed_(seed), rng_(hash_combine(seed, "bayes")) {
+    for (size_t k = 0; k < space.params().size(); ++k) {
+      if (is_ordered(space.params()[k].kind)) ordered_.push_back(k);
+      else categorical_.push_back(k);
+    }
+    const size_t d = space.params().size();
+    init_points_ = static_cast<int>(std::clamp<size_t>(d + 1, 4, 8));
+  }
+
+  std::optional<Config> ask() override {
+    if (!built_) build();
+    if (configs_.empty()) return std::nullopt;
+    std::optional<size_t> pick;
+    if (static_cast<int>(ok_trials_) < init_points_) {
+      pick = space_filling();
+    } else {
+      pick = best_acquisition();
+    }
+    if (!pick) pick = any_unevaluated();
+    if (!pick) return std::nullopt;
+    return configs_[*pick];
+  }
+
+  void tell(const Trial& t) override {
+    told_.insert(t.key);
+    if (auto it = index_.find(t.key); it != index_.end()) evaluated_[it->second] = true;
+    if (t.state != State::ok) return;  // infeasible: never proposed again, not a zero
+    ++ok_trials_;
+    for (const auto& m : t.measurements) {
+      if (m.state != State::ok || !std::isfinite(m.value)) continue;
+      if (std::find(sizes_.begin(), sizes_.end(), m.bytes) == sizes_.end()) {
+        sizes_.push_back(m.bytes);
+        std::sort(sizes_.begin(), sizes_.end());
+        built_ = false;  // the candidate grid gains a size axis
+      }
+      pending_.push_back({t.config, m.bytes, m.value});
+    }
+  }
+
+ private:
+  struct Obs {
+    Config config;
+    uint64_t bytes;
+    double value;
+  };
+
+  GpPoint point(const Config& c, uint64_t bytes) const {
+    GpPoint p;
+    const auto enc = space_.encode(c);
+    for (size_t k : ordered_) p.ordered.push_back(enc[k]);
+    if (sizes_.size() > 1) {
+      const double lo = std::log2(static_cast<double>(std::max<uint64_t>(sizes_.front(), 1)));
+      const double hi = std::log2(static_cast<double>(std::max<uint64_t>(sizes_.back(), 1)));
+      const double x = std::log2(static_cast<double>(std::max<uint64_t>(bytes, 1)));
+      p.ordered.push_back(hi > lo ? (x - lo) / (hi - lo) : 0.0);
+    }
+    for (size_t k : categorical_) p.categorical.push_back(static_cast<int>(c.index[k]));
+    return p;
+  }
+
+  // The candidate configs, the model over configs x sizes, and the observations so far.
+  void build() {
+    built_ = true;
+    configs_.clear();
+    index_.clear();
+    if (space_.count_is_exact() && space_.count_valid() <= kEnumerateLimit) {
+      space_.for_each_valid([&](const Config& c) {
+        add_config(c);
+        return true;
+      });
+    } else {
+      sample_configs();
+    }
+    evaluated_.assign(configs_.size(), false);
+    for (size_t i = 0; i < configs_.size(); ++i) evaluated_[i] = told_.count(space_.key(configs_[i])) > 0;
+    if (sizes_.empty()) sizes_.push_back(0);
+    gp_ = std::make_unique<CandidateGp>(ordered_.size() + (sizes_.size() > 1 ? 1 : 0), categorical_.size());
+    std::vector<GpPoint> cands;
+    cands.reserve(configs_.size() * sizes_.size());
+    for (const auto& c : configs_) {
+      for (uint64_t b : sizes_) cands.push_back(point(c, b));
+    }
+    gp_->set_candidates(std::move(cands));
+    for (const auto& o : observed_) gp_->add_observation(point(o.config, o.bytes));
+    fitted_at_ = 0;
+  }
+
+  void add_config(const Config& c) {
+    std::string k = space_.key(c);
+    if (index_.count(k)) return;
+    index_.emplace(std::move(k), configs_.size());
+    configs_.push_back(c);
+  }
+
+  void sample_configs() {
+    for (size_t attempt = 0; configs_.size() < kSampleSize && attempt < 50 * kSampleSize; ++attempt) {
+      Config c = space_.from_ordinal(rng_.below(space_.cartesian_size()));
+      if (space_.is_valid(c) && !told_.count(space_.key(c))) add_config(c);
+    }
+    // Neighbours of the best configs seen, where improvements are likeliest.
+    std::vector<const Obs*> best;
+    for (const auto& o : observed_) best.push_back(&o);
+    std::sort(best.begin(), best.end(), [](const Obs* a, const Obs* b) { return a->value > b->value; });
+    for (size_t i = 0; i < std::min<size_t>(best.size(), 8); ++i) {
+      for (const auto& n : space_.neighbours(best[i]->config)) add_config(n);
+    }
+  }
+
+  // Standardised targets: log of the value (bandwidths are positive and vary by orders of
+  // magnitude), centred per size, scaled by the overall spread.
+  Eigen::VectorXd targets() const {
+    const bool log_scale = std::all_of(observed_.begin(), observed_.end(), [](const Obs& o) { return o.value > 0; });
+    std::map<uint64_t, std::pair<double, int>> per_size;
+    std::vector<double> raw;
+    for (const auto& o : observed_) {
+      raw.push_back(log_scale ? std::log(o.value) : o.value);
+      auto& s = per_size[o.bytes];
+      s.first += raw.back();
+      s.second += 1;
+    }
+    Eigen::VectorXd y(static_cast<Eigen::Index>(raw.size()));
+    double ss = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const auto& s = per_size.at(observed_[i].bytes);
+      y[static_cast<Eigen::Index>(i)] = raw[i] - s.first / s.second;
+      ss += y[static_cast<Eigen::Index>(i)] * y[static_cast<Eigen::Index>(i)];
+    }
+    const double sd = raw.size() > 1 ? std::sqrt(ss / static_cast<double>(raw.size() - 1)) : 1.0;
+    return y / std::max(sd, 1e-9);
+  }
+
+  void absorb_pending() {
+    for (auto& o : pending_) {
+      observed_.push_back(o);
+      gp_->add_observation(point(o.config, o.bytes));
+    }
+    pending_.clear();
+  }
+
+  std::optional<size_t> space_filling() {
+    absorb_pending();
+    // Greedy maximin over a random subset of the unevaluated configs.
+    std::vector<size_t> pool;
+    for (size_t i = 0; i < configs_.size(); ++i) {
+      if (!evaluated_[i]) pool.push_back(i);
+    }
+    if (pool.empty()) return std::nullopt;
+    for (size_t i = 0; i < std::min<size_t>(pool.size(), 2000); ++i) std::swap(pool[i], pool[i + rng_.below(pool.size() - i)]);
+    pool.resize(std::min<size_t>(pool.size(), 2000));
+    std::vector<const Config*> chosen;
+    for (size_t i = 0; i < configs_.size(); ++i) {
+      if (evaluated_[i]) chosen.push_back(&configs_[i]);
+    }
+    auto distance = [&](const Config& a, const Config& b) {
+      const auto ea = space_.encode(a), eb = space_.encode(b);
+      double d = 0;
+      for (size_t k : ordered_) d += (ea[k] - eb[k]) * (ea[k] - eb[k]);
+      for (size_t k : categorical_) d += a.index[k] != b.index[k] ? 1.0 : 0.0;
+      return d;
+    };
+    size_t best = pool[0];
+    double best_d = -1;
+    for (size_t i : pool) {
+      double dmin = std::numeric_limits<double>::infinity();
+      for (const Config* c : chosen) dmin = std::min(dmin, distance(configs_[i], *c));
+      if (dmin > best_d) {
+        best_d = dmin;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  std::optional<size_t> best_acquisition() {
+    const size_t before = observed_.size();
+    absorb_pending();
+    const size_t n = observed_.size();
+    if (n == 0) return std::nullopt;
+    Eigen::VectorXd y = targets();
+    // Hyper-parameters are refitted while data is scarce, then as it grows by a fifth.
+    if (fitted_at_ == 0 || n <= 40 || static_cast<double>(n) >= 1.2 * static_cast<double>(fitted_at_)) {
+      gp_->fit(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : 2);
+      fitted_at_ = n;
+    }
+    (void)before;
+    Eigen::VectorXd mean, var, mean_obs;
+    gp_->posterior(y, mean, var, &mean_obs);
+    // Noise-aware incumbent: the best posterior mean among the observations, per size.
+    const size_t S = sizes_.size();
+    std::vector<double> incumbent(S, -std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < n; ++i) {
+      const size_t s = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), observed_[i].bytes) - sizes_.begin());
+      incumbent[s] = std::max(incumbent[s], mean_obs[static_cast<Eigen::Index>(i)]);
+    }
+    std::optional<size_t> best;
+    double best_a = -std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      if (evaluated_[c]) continue;
+      double acc = -std::numeric_limits<double>::infinity();
+      for (size_t s = 0; s < S; ++s) {
+        const Eigen::Index j = static_cast<Eigen::Index>(c * S + s);
+        const double sd = std::sqrt(var[j]);
+        const double base = std::isfinite(incumbent[s]) ? incumbent[s] : 0.0;
+        const double lei = std::log(sd) + log_h((mean[j] - base) / sd);
+        acc = acc > lei ? acc + std::log1p(std::exp(lei - acc)) : lei + std::log1p(std::exp(acc - lei));
+      }
+      if (acc > best_a) {
+        best_a = acc;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  std::optional<size_t> any_unevaluated() {
+    for (size_t i = 0; i < configs_.size(); ++i) {
+      if (!evaluated_[i]) return i;
+    }
+    return std::nullopt;
+  }
+
+  const Space& space_;
+  uint64_t seed_;
+  Rng rng_;
+  std::vector<size_t> ordered_, categorical_;
+  int init_points_ = 5;
+  bool built_ = false;
+  std::vector<Config> configs_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<bool> evaluated_;
+  std::unordered_set<std::string> told_;
+  std::vector<uint64_t> sizes_;
+  std::vector<Obs> observed_, pending_;
+  size_t ok_trials_ = 0;
+  size_t fitted_at_ = 0;
+  std::unique_ptr<CandidateGp> gp_;
+};
+
+}  // namespace
+
+ACCELTUNE_REGISTER(StrategyInfo, "bayes",
+                   (StrategyInfo{"Bayesian optimisation: Gaussian process, log expected improvement",
+                                 [](const Space& space, uint64_t seed) -> Expected<std::unique_ptr<Strategy>> {
+                                   return std::unique_ptr<Strategy>(new Bayes(space, seed));
+                                 }}))
+
+}  // namespace acceltune

@@ -1,0 +1,306 @@
+#include "search/gp.hpp"
+
+#include <nlopt.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tuner/strategy.hpp"
+
+namespace acceltune {
+
+namespace {
+constexpr double kSqrt5 = 2.23606797749979;
+constexpr double kMinLength = 0.03, kMaxLength = 30.0;
+constexpr double kMinLambda = 1e-3, kMaxLambda = 20.0;
+constexpr double kMinSignal = 0.05, kMaxSignal = 20.0;
+constexpr double kMinNoise = 1e-6, kMaxNoise = 2.0;
+}  // namespace
+
+double log_h(double z) {
+  // Direct below |z| = 12 (the cancellation costs about log10(z^2) digits, still ~1e-13 here).
+  if (z > -12.0) {
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+    return std::log(std::max(z * cdf + pdf, 1e-300));
+  }
+  // h(z) = phi(z) / z^2 * (1 - 3/z^2 + 15/z^4 - 105/z^6 + ...), for large negative z.
+  const double z2 = z * z;
+  return -0.5 * z2 - 0.5 * std::log(2.0 * M_PI) - std::log(z2) +
+         std::log1p(-3.0 / z2 + 15.0 / (z2 * z2) - 105.0 / (z2 * z2 * z2));
+}
+
+CandidateGp::CandidateGp(size_t ordered_dims, size_t categorical_dims) : no_(ordered_dims), nc_(categorical_dims) {
+  hyper_.length.assign(no_, 0.3);
+  hyper_.lambda.assign(nc_, 1.0);
+}
+
+double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const {
+  double r2 = 0;
+  for (size_t d = 0; d < no_; ++d) {
+    const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
+    r2 += t * t;
+  }
+  double hamming = 0;
+  for (size_t c = 0; c < nc_; ++c) hamming += a.categorical[c] != b.categorical[c] ? h.lambda[c] : 0.0;
+  const double r = std::sqrt(r2);
+  return h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r - hamming);
+}
+
+void CandidateGp::set_candidates(std::vector<GpPoint> candidates) {
+  cands_ = std::move(candidates);
+  rebuild();
+}
+
+void CandidateGp::add_observation(const GpPoint& x) {
+  obs_.push_back(x);
+  extend(x);
+}
+
+void CandidateGp::set_hyper(const GpHyper& h) {
+  hyper_ = h;
+  rebuild();
+}
+
+void CandidateGp::rebuild() {
+  // In one block (Cholesky, then one triangular solve for V), not observation by observation.
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
+  jitter_ = 0;
+  if (n == 0) {
+    L_.resize(0, 0);
+    V_.resize(0, m);
+    return;
+  }
+  Eigen::MatrixXd K(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j <= i; ++j) {
+      K(i, j) = K(j, i) = kernel(hyper_, obs_[static_cast<size_t>(i)], obs_[static_cast<size_t>(j)]);
+    }
+  }
+  K.diagonal().array() += hyper_.noise;
+  Eigen::LLT<Eigen::MatrixXd> llt(K);
+  while (llt.info() != Eigen::Success && jitter_ < 1e-2 * hyper_.signal) {
+    const double more = jitter_ == 0 ? 1e-8 * hyper_.signal : jitter_ * 99;
+    K.diagonal().array() += more;
+    jitter_ += more;
+    llt.compute(K);
+  }
+  L_ = llt.matrixL();
+  Eigen::MatrixXd KC(n, m);
+  for (Eigen::Index j = 0; j < m; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) KC(i, j) = kernel(hyper_, obs_[static_cast<size_t>(i)], cands_[static_cast<size_t>(j)]);
+  }
+  L_.triangularView<Eigen::Lower>().solveInPlace(KC);
+  V_.swap(KC);
+}
+
+void CandidateGp::extend(const GpPoint& x) {
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size()) - 1;  // x is already in obs_
+  const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
+  Eigen::VectorXd k(n);
+  for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel(hyper_, obs_[static_cast<size_t>(i)], x);
+  Eigen::VectorXd l = n > 0 ? Eigen::VectorXd(L_.triangularView<Eigen::Lower>().solve(k)) : Eigen::VectorXd(0);
+  double diag = kernel(hyper_, x, x) + hyper_.noise + jitter_ - l.squaredNorm();
+  // A repeated or nearly repeated point can make the new pivot vanish: refactor with jitter.
+  if (!(diag > 1e-10 * hyper_.signal)) {
+    rebuild();
+    return;
+  }
+  const double pivot = std::sqrt(diag);
+  Eigen::MatrixXd L(n + 1, n + 1);
+  L.setZero();
+  if (n > 0) {
+    L.topLeftCorner(n, n) = L_;
+    L.block(n, 0, 1, n) = l.transpose();
+  }
+  L(n, n) = pivot;
+  L_.swap(L);
+  // New row of V: (k(x, C) - l^T V) / pivot.
+  Eigen::RowVectorXd row(m);
+  for (Eigen::Index j = 0; j < m; ++j) row[j] = kernel(hyper_, x, cands_[static_cast<size_t>(j)]);
+  if (n > 0) row.noalias() -= l.transpose() * V_;
+  row /= pivot;
+  V_.conservativeResize(n + 1, m);
+  V_.row(n) = row;
+}
+
+double CandidateGp::log_marginal_likelihood(const GpHyper& h, const Eigen::VectorXd& y,
+                                            std::vector<double>* grad) const {
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  Eigen::MatrixXd Kf(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j <= i; ++j) {
+      Kf(i, j) = Kf(j, i) = kernel(h, obs_[static_cast<size_t>(i)], obs_[static_cast<size_t>(j)]);
+    }
+  }
+  Eigen::MatrixXd K = Kf;
+  K.diagonal().array() += h.noise;
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  double jitter = 0;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    llt.compute(K);
+    if (llt.info() == Eigen::Success) break;
+    jitter = jitter == 0 ? 1e-8 * h.signal : jitter * 10;
+    K.diagonal().array() += jitter;
+  }
+  if (llt.info() != Eigen::Success) return -1e300;
+  const Eigen::VectorXd alpha = llt.solve(y);
+  const Eigen::MatrixXd& L = llt.matrixLLT();
+  double logdet = 0;
+  for (Eigen::Index i = 0; i < n; ++i) logdet += std::log(L(i, i));
+  const double lml = -0.5 * y.dot(alpha) - logdet - 0.5 * static_cast<double>(n) * std::log(2.0 * M_PI);
+  if (grad) {
+    // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta); K^-1 from the factor.
+    const Eigen::MatrixXd W = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
+    grad->assign(no_ + nc_ + 2, 0.0);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const GpPoint& a = obs_[static_cast<size_t>(i)];
+      for (Eigen::Index j = 0; j < i; ++j) {
+        const GpPoint& b = obs_[static_cast<size_t>(j)];
+        const double w = W(i, j);  // off-diagonal pairs count twice, halved by the 1/2
+        double r2 = 0;
+        for (size_t d = 0; d < no_; ++d) {
+          const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
+          r2 += t * t;
+        }
+        double hamming = 0;
+        for (size_t c = 0; c < nc_; ++c) hamming += a.categorical[c] != b.categorical[c] ? h.lambda[c] : 0.0;
+        const double r = std::sqrt(r2);
+        const double e = std::exp(-kSqrt5 * r - hamming);
+        const double kf = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * e;
+        const double dm = h.signal * 5.0 / 3.0 * (1.0 + kSqrt5 * r) * e;  // times (delta/l)^2
+        for (size_t d = 0; d < no_; ++d) {
+          const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
+          (*grad)[d] += w * dm * t * t;
+        }
+        for (size_t c = 0; c < nc_; ++c) {
+          if (a.categorical[c] != b.categorical[c]) (*grad)[no_ + c] += w * kf * (-h.lambda[c]);
+        }
+        (*grad)[no_ + nc_] += w * kf;
+      }
+      (*grad)[no_ + nc_] += 0.5 * W(i, i) * Kf(i, i);
+      (*grad)[no_ + nc_ + 1] += 0.5 * W(i, i) * h.noise;
+    }
+  }
+  return lml;
+}
+
+namespace {
+
+struct FitContext {
+  const CandidateGp* gp;
+  const Eigen::VectorXd* y;
+  size_t no, nc;
+  int evaluations = 0;
+};
+
+GpHyper unpack(const std::vector<double>& t, size_t no, size_t nc) {
+  GpHyper h;
+  for (size_t d = 0; d < no; ++d) h.length.push_back(std::exp(t[d]));
+  for (size_t c = 0; c < nc; ++c) h.lambda.push_back(std::exp(t[no + c]));
+  h.signal = std::exp(t[no + nc]);
+  h.noise = std::exp(t[no + nc + 1]);
+  return h;
+}
+
+std::vector<double> pack(const GpHyper& h) {
+  std::vector<double> t;
+  for (double l : h.length) t.push_back(std::log(l));
+  for (double l : h.lambda) t.push_back(std::log(l));
+  t.push_back(std::log(h.signal));
+  t.push_back(std::log(h.noise));
+  return t;
+}
+
+double objective(unsigned, const double* x, double* grad, void* data) {
+  auto* ctx = static_cast<FitContext*>(data);
+  ++ctx->evaluations;
+  const size_t dims = ctx->no + ctx->nc + 2;
+  std::vector<double> t(x, x + dims);
+  std::vector<double> g;
+  const double lml = ctx->gp->log_marginal_likelihood(unpack(t, ctx->no, ctx->nc), *ctx->y, grad ? &g : nullptr);
+  if (grad) {
+    for (size_t i = 0; i < dims; ++i) grad[i] = std::isfinite(g[i]) ? g[i] : 0.0;
+  }
+  return std::isfinite(lml) ? lml : -1e300;
+}
+
+}  // namespace
+
+double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
+  const size_t dims = no_ + nc_ + 2;
+  std::vector<double> lo, hi;
+  for (size_t d = 0; d < no_; ++d) {
+    lo.push_back(std::log(kMinLength));
+    hi.push_back(std::log(kMaxLength));
+  }
+  for (size_t c = 0; c < nc_; ++c) {
+    lo.push_back(std::log(kMinLambda));
+    hi.push_back(std::log(kMaxLambda));
+  }
+  lo.push_back(std::log(kMinSignal));
+  hi.push_back(std::log(kMaxSignal));
+  lo.push_back(std::log(kMinNoise));
+  hi.push_back(std::log(kMaxNoise));
+
+  std::vector<std::vector<double>> inits;
+  inits.push_back(pack(hyper_));  // warm start from the last fit
+  GpHyper neutral;
+  neutral.length.assign(no_, 0.3);
+  neutral.lambda.assign(nc_, 1.0);
+  inits.push_back(pack(neutral));
+  Rng rng(seed);
+  while (static_cast<int>(inits.size()) < std::max(starts, 1)) {
+    std::vector<double> t(dims);
+    for (size_t i = 0; i < dims; ++i) t[i] = lo[i] + (hi[i] - lo[i]) * (0.2 + 0.6 * rng.uniform());
+    inits.push_back(t);
+  }
+  FitContext ctx{this, &y, no_, nc_};
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<double> best_t = inits[0];
+  for (auto& t : inits) {
+    for (size_t i = 0; i < dims; ++i) t[i] = std::clamp(t[i], lo[i], hi[i]);
+    nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(dims));
+    opt.set_lower_bounds(lo);
+    opt.set_upper_bounds(hi);
+    opt.set_max_objective(objective, &ctx);
+    opt.set_maxeval(60);
+    opt.set_ftol_rel(1e-6);
+    double value = -std::numeric_limits<double>::infinity();
+    try {
+      opt.optimize(t, value);
+    } catch (const std::exception&) {
+      value = objective(static_cast<unsigned>(dims), t.data(), nullptr, &ctx);  // keep what it reached
+    }
+    if (value > best) {
+      best = value;
+      best_t = t;
+    }
+  }
+  set_hyper(unpack(best_t, no_, nc_));
+  return best;
+}
+
+void CandidateGp::posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eigen::VectorXd& var,
+                            Eigen::VectorXd* mean_at_obs) const {
+  const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  if (n == 0) {
+    mean = Eigen::VectorXd::Zero(m);
+    var = Eigen::VectorXd::Constant(m, hyper_.signal);
+    if (mean_at_obs) mean_at_obs->resize(0);
+    return;
+  }
+  const Eigen::VectorXd beta = L_.triangularView<Eigen::Lower>().solve(y);
+  mean.noalias() = V_.transpose() * beta;
+  var = (hyper_.signal - V_.colwise().squaredNorm().array()).max(1e-12 * hyper_.signal).matrix().transpose();
+  if (mean_at_obs) {
+    // K_f alpha = (K - noise I) alpha = y - (noise + jitter) alpha.
+    const Eigen::VectorXd alpha = L_.transpose().triangularView<Eigen::Upper>().solve(beta);
+    *mean_at_obs = y - (hyper_.noise + jitter_) * alpha;
+  }
+}
+
+}  // namespace acceltune

@@ -1,0 +1,231 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "search/gp.hpp"
+#include "tests/helpers.hpp"
+#include "tuner/kernel.hpp"
+#include "tuner/strategy.hpp"
+
+namespace acceltune {
+namespace {
+
+double matern52(double r) { return (1 + std::sqrt(5.0) * r + 5.0 / 3.0 * r * r) * std::exp(-std::sqrt(5.0) * r); }
+
+TEST(Gp, PosteriorMatchesTheTwoPointFormula) {
+  CandidateGp gp(1, 0);
+  GpHyper h;
+  h.length = {0.5};
+  h.signal = 2.0;
+  h.noise = 0.1;
+  gp.set_candidates({GpPoint{{0.25}, {}}, GpPoint{{1.0}, {}}});
+  gp.set_hyper(h);
+  gp.add_observation(GpPoint{{0.0}, {}});
+  gp.add_observation(GpPoint{{0.5}, {}});
+  Eigen::VectorXd y(2);
+  y << 1.0, -0.5;
+  Eigen::VectorXd mean, var;
+  gp.posterior(y, mean, var);
+  // By hand: K = s m(|xi-xj|/l) + noise I, k* = s m(|x*-xi|/l); mean = k*^T K^-1 y.
+  const double k01 = 2.0 * matern52(0.5 / 0.5);
+  const double a = 2.0 + 0.1, det = a * a - k01 * k01;
+  auto predict = [&](double x, double& m, double& v) {
+    const double k0 = 2.0 * matern52(std::abs(x - 0.0) / 0.5), k1 = 2.0 * matern52(std::abs(x - 0.5) / 0.5);
+    // K^-1 = [a -k01; -k01 a] / det
+    const double w0 = (a * k0 - k01 * k1) / det, w1 = (-k01 * k0 + a * k1) / det;
+    m = w0 * y[0] + w1 * y[1];
+    v = 2.0 - (w0 * k0 + w1 * k1);
+  };
+  for (int j = 0; j < 2; ++j) {
+    double m, v;
+    predict(j == 0 ? 0.25 : 1.0, m, v);
+    EXPECT_NEAR(mean[j], m, 1e-10);
+    EXPECT_NEAR(var[j], v, 1e-10);
+  }
+}
+
+TEST(Gp, CategoricalKernelIsExpOfWeightedMismatches) {
+  CandidateGp gp(0, 2);
+  GpHyper h;
+  h.lambda = {0.5, 2.0};
+  h.signal = 1.5;
+  EXPECT_DOUBLE_EQ(gp.kernel(h, GpPoint{{}, {0, 1}}, GpPoint{{}, {0, 1}}), 1.5);
+  EXPECT_NEAR(gp.kernel(h, GpPoint{{}, {0, 1}}, GpPoint{{}, {1, 1}}), 1.5 * std::exp(-0.5), 1e-12);
+  EXPECT_NEAR(gp.kernel(h, GpPoint{{}, {0, 1}}, GpPoint{{}, {1, 0}}), 1.5 * std::exp(-2.5), 1e-12);
+}
+
+TEST(Gp, GradientMatchesFiniteDifferences) {
+  CandidateGp gp(2, 1);
+  Rng rng(3);
+  std::vector<GpPoint> pts;
+  Eigen::VectorXd y(12);
+  for (int i = 0; i < 12; ++i) {
+    GpPoint p{{rng.uniform(), rng.uniform()}, {static_cast<int>(rng.below(3))}};
+    gp.add_observation(p);
+    y[i] = std::sin(4 * p.ordered[0]) + p.ordered[1] + 0.3 * p.categorical[0];
+  }
+  GpHyper h;
+  h.length = {0.4, 0.9};
+  h.lambda = {0.7};
+  h.signal = 1.3;
+  h.noise = 0.05;
+  std::vector<double> grad;
+  gp.log_marginal_likelihood(h, y, &grad);
+  auto with = [&](size_t i, double eps) {
+    GpHyper g = h;
+    auto bump = [&](double& x) { x *= std::exp(eps); };
+    if (i < 2) bump(g.length[i]);
+    else if (i == 2) bump(g.lambda[0]);
+    else if (i == 3) bump(g.signal);
+    else bump(g.noise);
+    return gp.log_marginal_likelihood(g, y, nullptr);
+  };
+  for (size_t i = 0; i < 5; ++i) {
+    const double fd = (with(i, 1e-5) - with(i, -1e-5)) / 2e-5;
+    EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::abs(fd))) << "hyper-parameter " << i;
+  }
+}
+
+TEST(Gp, FitRaisesTheMarginalLikelihood) {
+  CandidateGp gp(1, 0);
+  Eigen::VectorXd y(20);
+  for (int i = 0; i < 20; ++i) {
+    const double x = i / 19.0;
+    gp.add_observation(GpPoint{{x}, {}});
+    y[i] = std::sin(6 * x);
+  }
+  const double before = gp.log_marginal_likelihood(gp.hyper(), y, nullptr);
+  const double after = gp.fit(y, 1, 3);
+  EXPECT_GT(after, before + 1.0);
+  EXPECT_NEAR(after, gp.log_marginal_likelihood(gp.hyper(), y, nullptr), 1e-9);
+}
+
+TEST(Gp, LogExpectedImprovementIsAccurateAndSmooth) {
+  for (double z : {-3.0, -1.0, 0.0, 1.5}) {
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+    EXPECT_NEAR(log_h(z), std::log(z * cdf + pdf), 1e-9);
+  }
+  EXPECT_NEAR(log_h(-12.0 - 1e-9), log_h(-12.0 + 1e-9), 1e-5);
+  EXPECT_NEAR(log_h(-8.0), std::log(std::exp(-32.0) / std::sqrt(2 * M_PI) / 64.0 * (1 - 3 / 64.0 + 15 / 4096.0)), 1e-3);
+  EXPECT_TRUE(std::isfinite(log_h(-40.0)));
+  EXPECT_LT(log_h(-40.0), log_h(-20.0));
+}
+
+// A structured landscape of 4 x 3 x 8 x 8 configs: a best category pair, unimodal axes, some
+// invalid combinations.
+std::string structured_csv() {
+  std::string csv = "algo,proto,channels,chunk,objective\n";
+  const char* algos[] = {"ring", "tree", "nvls", "collnet"};
+  const char* protos[] = {"LL", "LL128", "Simple"};
+  std::string first;
+  for (int a = 0; a < 4; ++a) {
+    for (int p = 0; p < 3; ++p) {
+      for (int c = 0; c < 8; ++c) {
+        for (int k = 0; k < 8; ++k) {
+          if (a == 3 && p == 1) continue;
+          const double base = 40 + 15 * a * (p == 2) + 10 * p;
+          const double v = base / (1 + std::pow((c - 2 - a) / 2.0, 2)) / (1 + std::pow((k - 5 + p) / 2.5, 2));
+          std::string row = fmt::format("{},{},{},{},{}\n", algos[a], protos[p], 1 << c, 4096 << k, v);
+          if (a == 0 && p == 2 && c == 3 && k == 3) first = row;
+          else csv += row;
+        }
+      }
+    }
+  }
+  return "algo,proto,channels,chunk,objective\n" + first + csv.substr(csv.find('\n') + 1);
+}
+
+struct Land {
+  test::TempDir dir;
+  Space space;
+  std::unique_ptr<Kernel> kernel;
+  double optimum = 0;
+  Land()
+      : space([&] {
+          test::write_file(dir / "s.csv", structured_csv());
+          return std::move(SpaceLoaderRegistry::instance().find(".csv")->load(dir / "s.csv").value());
+        }()),
+        kernel(std::move(make_kernel(space).value())) {
+    space.for_each_valid([&](const Config& c) {
+      optimum = std::max(optimum, kernel->measure(space, c, 0, {}, {}).value);
+      return true;
+    });
+  }
+
+  // Runs `n` evaluations; returns the keys proposed and the best value found.
+  std::pair<std::vector<std::string>, double> run(const std::string& strategy, uint64_t seed, int n) {
+    auto st = std::move(make_strategy(strategy, space, seed).value());
+    std::vector<std::string> keys;
+    double best = 0;
+    std::optional<Config> c = space.default_config();
+    for (int i = 0; i < n && c; ++i) {
+      EXPECT_TRUE(space.is_valid(*c)) << strategy << " proposed an invalid config " << space.key(*c);
+      Trial t;
+      t.number = i;
+      t.config = *c;
+      t.key = space.key(*c);
+      t.measurements = {kernel->measure(space, *c, 0, {}, {seed, i})};
+      summarise(t);
+      st->tell(t);
+      keys.push_back(t.key);
+      best = std::max(best, *t.value);
+      c = st->ask();
+    }
+    return {keys, best};
+  }
+};
+
+TEST(Strategies, BayesAndLocalNeverRepeatOrProposeInvalidAndAreReproducible) {
+  Land l;
+  for (const char* name : {"bayes", "local"}) {
+    auto [a, best_a] = l.run(name, 4, 60);
+    auto [b, best_b] = l.run(name, 4, 60);
+    EXPECT_EQ(a, b) << name;
+    std::set<std::string> unique(a.begin(), a.end());
+    EXPECT_EQ(unique.size(), a.size()) << name;
+    EXPECT_EQ(a.size(), 60u) << name;
+  }
+}
+
+TEST(Strategies, BayesAndLocalBeatRandomOnAStructuredLandscape) {
+  Land l;
+  double random = 0, bayes = 0, local = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    random += l.run("random", seed, 30).second / l.optimum / 4;
+    bayes += l.run("bayes", seed, 30).second / l.optimum / 4;
+    local += l.run("local", seed, 30).second / l.optimum / 4;
+  }
+  std::printf("fraction of the optimum after 30 evaluations: random %.3f, local %.3f, bayes %.3f\n", random, local,
+              bayes);
+  EXPECT_GT(bayes, random + 0.05);
+  EXPECT_GT(local, random + 0.05);
+  EXPECT_GT(bayes, 0.97);
+}
+
+TEST(Strategies, BayesTreatsFailedConfigsAsInfeasible) {
+  Land l;
+  auto st = std::move(make_strategy("bayes", l.space, 1).value());
+  Trial t;
+  t.number = 0;
+  t.config = l.space.default_config();
+  t.key = l.space.key(t.config);
+  t.state = State::failed;
+  st->tell(t);
+  for (int i = 0; i < 20; ++i) {
+    auto c = st->ask();
+    ASSERT_TRUE(c.has_value());
+    EXPECT_NE(l.space.key(*c), t.key);
+    Trial u;
+    u.number = i + 1;
+    u.config = *c;
+    u.key = l.space.key(*c);
+    u.measurements = {l.kernel->measure(l.space, *c, 0, {}, {1, i})};
+    summarise(u);
+    st->tell(u);
+  }
+}
+
+}  // namespace
+}  // namespace acceltune
