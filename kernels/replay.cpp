@@ -2,6 +2,7 @@
 // `objective` (higher is better) and optionally `objective_std`; configs absent from the file
 // are invalid, and each reported value gets Gaussian noise of objective_std drawn from the
 // study's seed. Strategies can thus be compared on recorded data, cheaply and repeatably.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <memory>
@@ -209,7 +210,7 @@ class Replay final : public Kernel {
     return {};
   }
 
-  Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings&,
+  Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
                       const MeasureContext& ctx) override {
     Measurement m;
     m.bytes = bytes;
@@ -224,7 +225,9 @@ class Replay final : public Kernel {
     // Noise depends on the seed, the config and how often it was drawn: reproducible for a
     // seed, independent between repeated measurements of one config.
     Rng rng(hash_combine(ctx.seed, fmt::format("{}#{}", key, draw)));
-    const double v = it->second.objective + it->second.std * rng.normal();
+    // Less effort means fewer repetitions: the noise of their median grows as 1/sqrt(effort).
+    const double effort = std::clamp(settings.effort, 1e-3, 1.0);
+    const double v = it->second.objective + it->second.std / std::sqrt(effort) * rng.normal();
     m.value = m.value_p10 = m.value_p90 = v;
     m.median_seconds = m.p10_seconds = m.p90_seconds = std::nan("");
     m.ci_low_seconds = m.ci_high_seconds = m.rel_halfwidth = std::nan("");

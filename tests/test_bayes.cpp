@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "search/gp.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/strategy.hpp"
+#include "tuner/study.hpp"
 
 namespace acceltune {
 namespace {
@@ -225,6 +227,101 @@ TEST(Strategies, BayesTreatsFailedConfigsAsInfeasible) {
     summarise(u);
     st->tell(u);
   }
+}
+
+}  // namespace
+}  // namespace acceltune
+
+namespace acceltune {
+namespace {
+
+TEST(Halving, ScreensBrieflyPromotesTheBestAndOnlyFullMeasurementsCount) {
+  Land l;
+  test::TempDir dir;
+  auto st = std::move(open_store("dir", (dir / "h").string()).value());
+  Workload w;
+  w.kernel = "replay";
+  w.sizes = {0};
+  StudyOptions o;
+  o.strategy = "halving";
+  o.budget = 1 + 27 + 9 + 3;  // the default and one whole bracket
+  o.seed = 2;
+  o.certify.top = 0;
+  auto out = run_study(l.space, *l.kernel, *st, w, o, Json::object());
+  ASSERT_TRUE(out.has_value()) << out.error().message;
+  ASSERT_EQ(out->trials.size(), 40u);
+  std::map<double, std::vector<const Trial*>> by_effort;
+  for (const auto& t : out->trials) by_effort[t.effort].push_back(&t);
+  ASSERT_EQ(by_effort.size(), 3u);
+  EXPECT_EQ(by_effort[1.0 / 9].size(), 27u);
+  EXPECT_EQ(by_effort[1.0 / 3].size(), 9u);
+  EXPECT_EQ(by_effort[1.0].size(), 4u);  // the default and three survivors
+  // The promoted nine are the best nine of the screening rung.
+  std::set<std::string> promoted;
+  for (const Trial* t : by_effort[1.0 / 3]) promoted.insert(t->key);
+  double worst_promoted = INFINITY, best_dropped = -INFINITY;
+  for (const Trial* t : by_effort[1.0 / 9]) {
+    if (promoted.count(t->key)) worst_promoted = std::min(worst_promoted, *t->value);
+    else best_dropped = std::max(best_dropped, *t->value);
+  }
+  EXPECT_EQ(promoted.size(), 9u);
+  EXPECT_GE(worst_promoted, best_dropped);
+  // The best table only takes full measurements.
+  std::set<int64_t> full;
+  for (const Trial* t : by_effort[1.0]) full.insert(t->number);
+  ASSERT_TRUE(out->best.sizes[0].best_trial.has_value());
+  EXPECT_TRUE(full.count(*out->best.sizes[0].best_trial));
+  // Screening trials record their effort; full ones leave it out.
+  const auto lines = test::lines_of(test::read_file(dir / "h" / "trials.jsonl"));
+  EXPECT_NEAR(Json::parse(lines[1])["effort"].get<double>(), 1.0 / 9, 1e-12);
+  EXPECT_FALSE(Json::parse(lines[0]).contains("effort"));
+}
+
+TEST(Halving, NeverRepeatsAConfigAtTheSameEffortAndIsReproducible) {
+  Land l;
+  for (const char* name : {"halving", "halving-bayes"}) {
+    auto run = [&](uint64_t seed) {
+      auto st = std::move(make_strategy(name, l.space, seed).value());
+      std::vector<std::string> seq;
+      std::set<std::pair<std::string, double>> seen;
+      std::optional<Config> c = l.space.default_config();
+      double effort = 1.0;
+      for (int i = 0; i < 80 && c; ++i) {
+        EXPECT_TRUE(l.space.is_valid(*c));
+        const std::string key = l.space.key(*c);
+        EXPECT_TRUE(seen.emplace(key, effort).second) << name << " repeated " << key << " at effort " << effort;
+        MeasureSettings ms;
+        ms.effort = effort;
+        Trial t;
+        t.number = i;
+        t.config = *c;
+        t.key = key;
+        t.effort = effort;
+        t.measurements = {l.kernel->measure(l.space, *c, 0, ms, {seed, i})};
+        summarise(t);
+        st->tell(t);
+        seq.push_back(fmt::format("{}@{}", key, effort));
+        c = st->ask();
+        effort = st->effort();
+      }
+      return seq;
+    };
+    EXPECT_EQ(run(3), run(3)) << name;
+  }
+}
+
+TEST(Measure, LessEffortMeansFewerSamples) {
+  MeasureSettings s;
+  s.min_samples = 3;
+  s.max_samples = 60;
+  s.max_seconds = 10;
+  s.target_rel_halfwidth = -1;  // never reached: the sample cap decides
+  s.warmup_seconds = 0;
+  s.effort = 0.1;
+  Measurement m = measure_timed(1, [] {}, s);
+  EXPECT_EQ(m.samples_seconds.size(), 6u);
+  s.effort = 1.0;
+  EXPECT_EQ(measure_timed(1, [] {}, s).samples_seconds.size(), 60u);
 }
 
 }  // namespace

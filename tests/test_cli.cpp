@@ -4,6 +4,8 @@
 #include "tests/helpers.hpp"
 #include "tests/landscape.hpp"
 
+#include <set>
+
 namespace acceltune {
 namespace {
 
@@ -188,6 +190,24 @@ TEST(Cli, CsvLandscapeAsSpaceAndDefaultResultsFolder) {
   EXPECT_NE(r2.out.find("20 resumed"), std::string::npos) << r2.out;
   auto sizes = run_cli({"search", "--space", "land.csv", "--sizes", "4K"}, dir.path());
   EXPECT_EQ(sizes.exit_code, 2);
+}
+
+TEST(Cli, EveryStrategyRunsAStudy) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv", test::landscape_csv(1.0));
+  for (const std::string strategy : {"grid", "random", "local", "bayes", "halving", "halving-bayes"}) {
+    auto r = run_cli({"search", "--space", "land.csv", "--strategy", strategy, "--budget", "16", "--out", strategy},
+                     dir.path());
+    ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
+    const auto lines = test::lines_of(test::read_file(dir / strategy / "trials.jsonl"));
+    EXPECT_EQ(lines.size(), 16u) << strategy;
+    std::set<std::string> seen;
+    for (const auto& l : lines) {
+      Json t = Json::parse(l);
+      EXPECT_TRUE(seen.insert(t["key"].get<std::string>() + "@" + t.value("effort", Json(1.0)).dump()).second)
+          << strategy << " repeated " << l;
+    }
+  }
 }
 
 TEST(Cli, BenchMeasuresOneConfig) {

@@ -599,7 +599,8 @@ int main(int argc, char** argv) {
                      "a shipped space's name, or a space file (.json, or .csv as a replay landscape); "
                      "default: host-copy");
   search->add_option("--strategy", sa.strategy,
-                     "grid or random; default: the space's choice, else grid when the budget covers the space");
+                     "grid, random, local, bayes, halving or halving-bayes; default: the space's choice, else grid "
+                     "when the budget covers the space, else random");
   search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
       ->check(CLI::PositiveNumber);
   search->add_option("--time-limit", sa.time_limit, "stop starting trials after this many seconds")

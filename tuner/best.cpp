@@ -153,6 +153,7 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
   const Trial* default_trial = nullptr;
   for (const auto& t : trials) {
     if (t.state == State::ok) ++b.trials_ok;
+    if (t.effort < 1.0) continue;  // screening trials rank configs; full measurements decide
     if (t.key == default_key && !default_trial) default_trial = &t;
     if (t.value && (!best_overall || *t.value > *best_overall->value)) best_overall = &t;
   }
@@ -163,7 +164,7 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
     const Measurement* best_m = nullptr;
     for (const auto& t : trials) {
       const Measurement* m = t.at_size(bytes);
-      if (!m || m->state != State::ok) continue;
+      if (!m || m->state != State::ok || t.effort < 1.0) continue;
       if (!best_m || m->value > best_m->value) {
         best = &t;
         best_m = m;

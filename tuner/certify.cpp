@@ -65,7 +65,7 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
     std::vector<const Trial*> ok;
     for (const auto& t : trials) {
       const Measurement* m = t.at_size(bytes);
-      if (t.key != def_key && m && m->state == State::ok) ok.push_back(&t);
+      if (t.key != def_key && m && m->state == State::ok && t.effort >= 1.0) ok.push_back(&t);
     }
     std::sort(ok.begin(), ok.end(), [&](const Trial* a, const Trial* b) {
       return a->at_size(bytes)->value > b->at_size(bytes)->value;

@@ -29,7 +29,8 @@ Json MeasureSettings::to_json() const {
               {"max_samples", max_samples},
               {"target_rel_halfwidth", target_rel_halfwidth},
               {"max_seconds", max_seconds},
-              {"min_sample_seconds", min_sample_seconds}};
+              {"min_sample_seconds", min_sample_seconds},
+              {"effort", effort}};
 }
 
 MeasureSettings MeasureSettings::from_json(const Json& j) {
@@ -40,6 +41,7 @@ MeasureSettings MeasureSettings::from_json(const Json& j) {
   s.target_rel_halfwidth = j.value("target_rel_halfwidth", s.target_rel_halfwidth);
   s.max_seconds = j.value("max_seconds", s.max_seconds);
   s.min_sample_seconds = j.value("min_sample_seconds", s.min_sample_seconds);
+  s.effort = j.value("effort", s.effort);
   return s;
 }
 
@@ -156,7 +158,10 @@ Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, cons
   m.runs_per_sample = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(s.min_sample_seconds / std::max(per_run, 1e-9))));
 
-  while (static_cast<int>(m.samples_seconds.size()) < s.max_samples) {
+  const double effort = std::clamp(s.effort, 1e-3, 1.0);
+  const int max_samples = std::max(s.min_samples, static_cast<int>(std::ceil(s.max_samples * effort)));
+  const double max_seconds = s.max_seconds * effort;
+  while (static_cast<int>(m.samples_seconds.size()) < max_samples) {
     auto a = clock::now();
     for (int64_t r = 0; r < m.runs_per_sample; ++r) run();
     auto b = clock::now();
@@ -169,7 +174,7 @@ Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, cons
       const double med = quantile(sorted, 0.5);
       if ((sorted[hi] - sorted[lo]) / (2.0 * med) <= s.target_rel_halfwidth) break;
     }
-    if (seconds(b - start) >= s.max_seconds && n >= 2) break;
+    if (seconds(b - start) >= max_seconds && n >= 2) break;
   }
   finish_bandwidth(m);
   return m;

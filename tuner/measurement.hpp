@@ -25,6 +25,9 @@ struct MeasureSettings {
   double max_seconds = 0.5;
   // Short runs are batched so each sample lasts at least this long (timer resolution).
   double min_sample_seconds = 50e-6;
+  // Measurement effort in (0, 1]: multi-fidelity strategies measure many configs briefly
+  // (a fraction of the time cap and samples) and the survivors fully.
+  double effort = 1.0;
 
   Json to_json() const;
   static MeasureSettings from_json(const Json& j);

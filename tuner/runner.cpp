@@ -77,9 +77,12 @@ double TrialRunner::timeout_seconds(const std::vector<uint64_t>& sizes) const {
   return options_.timeout_seconds > 0 ? options_.timeout_seconds : default_trial_timeout(options_.measure, sizes);
 }
 
-Trial TrialRunner::run(const Config& config, int64_t number, const std::vector<uint64_t>& sizes) {
+Trial TrialRunner::run(const Config& config, int64_t number, const std::vector<uint64_t>& sizes, double effort) {
   const auto start = std::chrono::steady_clock::now();
-  Trial t = isolation_ == Isolation::worker ? run_worker(config, number, sizes) : run_here(config, number, sizes);
+  MeasureSettings ms = options_.measure;
+  ms.effort = effort;
+  Trial t = isolation_ == Isolation::worker ? run_worker(config, number, sizes, ms) : run_here(config, number, sizes, ms);
+  t.effort = effort;
   t.number = number;
   t.config = config;
   t.key = space_.key(config);
@@ -112,14 +115,15 @@ std::vector<Measurement> measure_sizes(const Space& space, Kernel& kernel, const
 
 }  // namespace
 
-Trial TrialRunner::run_here(const Config& config, int64_t number, const std::vector<uint64_t>& sizes) {
+Trial TrialRunner::run_here(const Config& config, int64_t number, const std::vector<uint64_t>& sizes,
+                            const MeasureSettings& ms) {
   Trial t;
   ScopedEnv env;
   for (size_t k = 0; k < space_.params().size(); ++k) {
     const Param& p = space_.params()[k];
     if (!p.env.empty()) env.set(p.env, to_string(space_.value(config, k)));
   }
-  t.measurements = measure_sizes(space_, kernel_, config, sizes, options_.measure, {options_.seed, number});
+  t.measurements = measure_sizes(space_, kernel_, config, sizes, ms, {options_.seed, number});
   return t;
 }
 
@@ -172,7 +176,8 @@ struct Pipe {
 
 }  // namespace
 
-Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes) {
+Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes,
+                              const MeasureSettings& ms) {
   Trial t;
   auto failed = [&](State st, std::string msg) {
     Measurement m;
@@ -190,7 +195,7 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
   request["base_dir"] = space_.base_dir().string();
   request["config"] = space_.config_to_json(config);
   request["sizes"] = sizes;
-  request["measure"] = options_.measure.to_json();
+  request["measure"] = ms.to_json();
   request["seed"] = options_.seed;
   request["trial"] = number;
 

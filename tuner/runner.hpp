@@ -41,11 +41,12 @@ class TrialRunner {
   double timeout_seconds(const std::vector<uint64_t>& sizes) const;
   // Measures `config` at `sizes`; the returned trial has its measurements, state, value, error
   // and cost (its number and start time are the caller's).
-  Trial run(const Config& config, int64_t number, const std::vector<uint64_t>& sizes);
+  Trial run(const Config& config, int64_t number, const std::vector<uint64_t>& sizes, double effort = 1.0);
 
  private:
-  Trial run_here(const Config& config, int64_t number, const std::vector<uint64_t>& sizes);
-  Trial run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes);
+  Trial run_here(const Config& config, int64_t number, const std::vector<uint64_t>& sizes, const MeasureSettings& ms);
+  Trial run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes,
+                   const MeasureSettings& ms);
 
   const Space& space_;
   Kernel& kernel_;

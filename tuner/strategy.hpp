@@ -20,6 +20,9 @@ class Strategy {
   // Every finished trial is told, the default and resumed ones included. Failed trials mark
   // their config infeasible; they are not zero bandwidth.
   virtual void tell(const Trial& trial) = 0;
+  // The measurement effort for the config the last ask() returned (multi-fidelity strategies
+  // may propose a config again at a higher effort).
+  virtual double effort() const { return 1.0; }
 };
 
 struct StrategyInfo {

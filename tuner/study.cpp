@@ -3,7 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <unordered_set>
+#include <algorithm>
+#include <unordered_map>
 
 #ifndef ACCELTUNE_VERSION
 #define ACCELTUNE_VERSION "0.0.0"
@@ -162,11 +163,11 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   TrialRunner runner(space, kernel, ro);
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Strategy> strategy,
                        make_strategy(options.strategy, space, options.seed));
-  std::unordered_set<std::string> seen;
+  std::unordered_map<std::string, double> seen;  // key -> the highest effort measured
   std::optional<double> best_value;
   int64_t next_number = 0;
   for (const auto& t : out.trials) {
-    seen.insert(t.key);
+    seen[t.key] = std::max(seen[t.key], t.effort);
     strategy->tell(t);
     if (t.value && (!best_value || *t.value > *best_value)) best_value = t.value;
     next_number = std::max(next_number, t.number + 1);
@@ -186,18 +187,21 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
       break;
     }
     std::optional<Config> next;
+    double effort = 1.0;
     const std::string default_key = space.key(default_config);
     if (!seen.count(default_key)) {
       next = default_config;  // the reference every gain is measured against
     } else {
       next = strategy->ask();
+      effort = std::clamp(strategy->effort(), 1e-3, 1.0);
     }
     if (!next) {
       out.stop_reason = "every valid config was measured";
       break;
     }
     const std::string key = space.key(*next);
-    if (seen.count(key) || !space.is_valid(*next)) {
+    const auto was = seen.find(key);
+    if ((was != seen.end() && was->second >= effort) || !space.is_valid(*next)) {
       // A strategy that repeats or proposes an invalid config is a bug; survive it.
       if (++skipped > 1000) {
         out.stop_reason = "the strategy proposed no new valid config";
@@ -206,9 +210,9 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
       continue;
     }
     const int64_t number = next_number++;
-    log(Json{{"event", "trial_start"}, {"number", number}, {"config", space.config_to_json(*next)}});
+    log(Json{{"event", "trial_start"}, {"number", number}, {"config", space.config_to_json(*next)}, {"effort", effort}});
     const std::string started_at = utc_now_iso8601();
-    Trial t = runner.run(*next, number, workload.sizes);
+    Trial t = runner.run(*next, number, workload.sizes, effort);
     t.started_at = started_at;
     ACCELTUNE_TRY(store.append(t.to_json(space)));
     Json fin{{"event", t.state == State::ok ? "trial_finish" : "trial_failure"},
@@ -218,7 +222,7 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
              {"cost_seconds", t.cost_seconds}};
     if (!t.error.empty()) fin["error"] = t.error;
     log(fin);
-    seen.insert(key);
+    seen[key] = std::max(seen[key], effort);
     strategy->tell(t);
     if (t.value && (!best_value || *t.value > *best_value)) best_value = t.value;
     spent_seconds += t.cost_seconds;
@@ -239,7 +243,7 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
       options.on_progress(p);
     }
   }
-  if (static_cast<int64_t>(out.trials.size()) >= valid && out.stop_reason == "budget reached") {
+  if (static_cast<int64_t>(seen.size()) >= valid && out.stop_reason == "budget reached") {
     out.stop_reason = "every valid config was measured";
   }
 

@@ -41,6 +41,7 @@ Json Trial::to_json(const Space& space) const {
   j["value"] = value && std::isfinite(*value) ? Json(*value) : Json(nullptr);
   if (!error.empty()) j["error"] = error;
   j["cost_seconds"] = cost_seconds;
+  if (effort != 1.0) j["effort"] = effort;
   j["started_at"] = started_at;
   Json ms = Json::array();
   for (const auto& m : measurements) ms.push_back(m.to_json());
@@ -60,6 +61,7 @@ Expected<Trial> Trial::from_json(const Json& j, const Space& space) {
   if (j.contains("value") && j["value"].is_number()) t.value = j["value"].get<double>();
   t.error = j.value("error", "");
   t.cost_seconds = j.value("cost_seconds", 0.0);
+  t.effort = j.value("effort", 1.0);
   t.started_at = j.value("started_at", "");
   if (j.contains("measurements")) {
     for (const auto& jm : j["measurements"]) {

@@ -32,6 +32,7 @@ struct Trial {
   std::optional<double> value;
   std::vector<Measurement> measurements;
   double cost_seconds = 0;
+  double effort = 1.0;  // measurement effort (below 1: a multi-fidelity screening trial)
   std::string error;
   std::string started_at;  // UTC, ISO 8601
 

@@ -1,6 +1,6 @@
 // acceltune-search-bench: runs strategies on landscape CSVs for many seeds and reports, per
 // strategy and landscape, the evaluations needed to reach 95% and 98% of the landscape's
-// optimum (median and quartiles over seeds) and the fraction of the optimum reached after 25,
+// optimum, counted in full measurements (a screening trial at effort e counts e), as median and quartiles over seeds,
 // 50 and 100 evaluations. The incumbent is the config with the best observed (noisy) value; it
 // is scored by its true value. Every run starts with the default config, as a study does.
 #include <algorithm>
@@ -25,7 +25,9 @@ namespace acceltune {
 namespace {
 
 struct Run {
-  std::vector<double> incumbent_fraction;  // after each evaluation
+  // After each trial: its cumulative cost in full measurements (a screening trial at effort
+  // 1/9 costs 1/9) and the true value of the incumbent as a fraction of the optimum.
+  std::vector<std::pair<double, double>> curve;
   double seconds = 0;
 };
 
@@ -33,24 +35,34 @@ Expected<Run> run_once(const Space& space, Kernel& kernel, const std::unordered_
                        double optimum, const std::string& strategy, uint64_t seed, int max_evals) {
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Strategy> st, make_strategy(strategy, space, seed));
   Run run;
-  double best_seen = -INFINITY, best_true = 0;
+  // The incumbent: the best observed value among full measurements (screening values are
+  // noisier by design and only rank configs).
+  double best_seen = -INFINITY, best_true = 0, cost = 0;
   const auto start = std::chrono::steady_clock::now();
   std::optional<Config> next = space.default_config();
-  for (int n = 0; n < max_evals; ++n) {
-    if (n > 0) next = st->ask();
+  for (int n = 0; cost < max_evals; ++n) {
+    double effort = 1.0;
+    if (n > 0) {
+      next = st->ask();
+      effort = std::clamp(st->effort(), 1e-3, 1.0);
+    }
     if (!next) break;
+    MeasureSettings ms;
+    ms.effort = effort;
     Trial t;
     t.number = n;
     t.config = *next;
     t.key = space.key(*next);
-    t.measurements = {kernel.measure(space, *next, 0, MeasureSettings{}, MeasureContext{seed, n})};
+    t.effort = effort;
+    t.measurements = {kernel.measure(space, *next, 0, ms, MeasureContext{seed, n})};
     summarise(t);
     st->tell(t);
-    if (t.value && *t.value > best_seen) {
+    cost += effort;
+    if (effort >= 1.0 && t.value && *t.value > best_seen) {
       best_seen = *t.value;
       best_true = truth.at(t.key);
     }
-    run.incumbent_fraction.push_back(best_true / optimum);
+    run.curve.emplace_back(cost, best_true / optimum);
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
@@ -167,21 +179,29 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "acceltune-search-bench: %s\n", run.error().message.c_str());
           return 2;
         }
-        const auto& f = run->incumbent_fraction;
+        const auto& f = run->curve;
         auto first_at = [&](double goal) {
-          for (size_t i = 0; i < f.size(); ++i) {
-            if (f[i] >= goal) return static_cast<double>(i + 1);
+          for (const auto& [c, x] : f) {
+            if (x >= goal) return std::ceil(c - 1e-9);
           }
           return static_cast<double>(max_evals + 1);  // not reached: censored
         };
-        auto at = [&](size_t n) { return f.empty() ? 0.0 : f[std::min(n, f.size()) - 1]; };
+        auto at = [&](double n) {
+          double x = 0;
+          for (const auto& [c, v] : f) {
+            if (c <= n + 1e-9) x = v;
+          }
+          return x;
+        };
         to95.push_back(first_at(0.95));
         to98.push_back(first_at(0.98));
         at25.push_back(at(25));
         at50.push_back(at(50));
         at100.push_back(at(100));
         secs.push_back(run->seconds);
-        runs.push_back(Json{{"seed", s}, {"fraction", f}});
+        Json curve = Json::array();
+        for (const auto& [c, x] : f) curve.push_back(Json::array({c, x}));
+        runs.push_back(Json{{"seed", s}, {"cost_fraction", curve}});
       }
       auto evals = [&](const std::vector<double>& xs) {
         auto show = [&](double x) { return x > max_evals ? fmt::format(">{}", max_evals) : fmt::format("{:.0f}", x); };

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Turns finished studies of one message size (DIR/trials.jsonl) into a landscape CSV for the
 replay kernel: one column per param, `objective` and `objective_std`. With several studies of
-the same space (best measured in different orders, so the machine's drift turns into noise
-instead of structure), each config's objective is the median over the studies and its std the
-larger of the spread between studies and the median within-study spread ((p90 - p10) / 2.563,
-the 10-90% width of a normal). Configs that failed anywhere are left out, so they are invalid
+the same space (best measured in different orders, so the machine's slow drift averages out
+instead of becoming structure), each config's objective is the median over the studies and its
+std the median within-study spread ((p90 - p10) / 2.563, the 10-90% width of a normal): the
+noise one measurement sees. Configs that failed anywhere are left out, so they are invalid
 in the landscape. The default config (trial 0) goes first.
 
 usage: study_to_landscape.py STUDY_DIR [STUDY_DIR ...] OUT.csv
@@ -46,9 +46,8 @@ def main():
         for k in keys:
             vals = [r[2][k][0] for r in runs]
             stds = [r[2][k][1] for r in runs]
-            between = statistics.stdev(vals) if len(vals) > 1 else 0.0
             cells = [("true" if x else "false") if isinstance(x, bool) else str(x) for x in k]
-            f.write(",".join(cells) + f",{statistics.median(vals):.6g},{max(between, statistics.median(stds)):.4g}\n")
+            f.write(",".join(cells) + f",{statistics.median(vals):.6g},{statistics.median(stds):.4g}\n")
     print(f"{out}: {len(keys)} configs from {len(runs)} studies")
 
 
