@@ -25,20 +25,23 @@ double objective(const Space& s, const Config& c) {
   return 10 + 5 * std::sin(a / 2) + 3 * std::cos(b / 3) - 0.1 * (d - 6) * (d - 6) + c.index[3] % 3;
 }
 
+// A finished trial of a random config, valued by the objective above.
+Trial random_trial(const Space& s, Rng& rng, int64_t number) {
+  Trial t;
+  t.number = number;
+  t.config = s.from_ordinal(rng.below(s.cartesian_size()));
+  t.key = s.key(t.config);
+  Measurement m;
+  m.value = objective(s, t.config);
+  t.measurements = {m};
+  summarise(t);
+  return t;
+}
+
 std::unique_ptr<Strategy> told_bayes(const Space& s, int n) {
   auto st = std::move(make_strategy("bayes", s, 1).value());
   Rng rng(7);
-  for (int i = 0; i < n; ++i) {
-    Trial t;
-    t.number = i;
-    t.config = s.from_ordinal(rng.below(s.cartesian_size()));
-    t.key = s.key(t.config);
-    Measurement m;
-    m.value = objective(s, t.config);
-    t.measurements = {m};
-    summarise(t);
-    st->tell(t);
-  }
+  for (int i = 0; i < n; ++i) st->tell(random_trial(s, rng, i));
   return st;
 }
 
@@ -61,15 +64,7 @@ void BM_BayesTellAsk300(benchmark::State& state) {
   Rng rng(11);
   int n = 300;
   for (auto _ : state) {
-    Trial t;
-    t.number = n++;
-    t.config = s.from_ordinal(rng.below(s.cartesian_size()));
-    t.key = s.key(t.config);
-    Measurement m;
-    m.value = objective(s, t.config);
-    t.measurements = {m};
-    summarise(t);
-    st->tell(t);
+    st->tell(random_trial(s, rng, n++));
     benchmark::DoNotOptimize(st->ask());
   }
 }

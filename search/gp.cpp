@@ -36,7 +36,8 @@ CandidateGp::CandidateGp(size_t ordered_dims, size_t categorical_dims) : no_(ord
   hyper_.lambda.assign(nc_, 1.0);
 }
 
-double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const {
+// The scaled squared distance over ordered dims and the weighted mismatches over categorical ones.
+std::pair<double, double> CandidateGp::distances(const GpHyper& h, const GpPoint& a, const GpPoint& b) const {
   double r2 = 0;
   for (size_t d = 0; d < no_; ++d) {
     const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
@@ -44,6 +45,11 @@ double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b)
   }
   double hamming = 0;
   for (size_t c = 0; c < nc_; ++c) hamming += a.categorical[c] != b.categorical[c] ? h.lambda[c] : 0.0;
+  return {r2, hamming};
+}
+
+double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const {
+  const auto [r2, hamming] = distances(h, a, b);
   const double r = std::sqrt(r2);
   return h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r - hamming);
 }
@@ -160,13 +166,7 @@ double CandidateGp::log_marginal_likelihood(const GpHyper& h, const Eigen::Vecto
       for (Eigen::Index j = 0; j < i; ++j) {
         const GpPoint& b = obs_[static_cast<size_t>(j)];
         const double w = W(i, j);  // off-diagonal pairs count twice, halved by the 1/2
-        double r2 = 0;
-        for (size_t d = 0; d < no_; ++d) {
-          const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
-          r2 += t * t;
-        }
-        double hamming = 0;
-        for (size_t c = 0; c < nc_; ++c) hamming += a.categorical[c] != b.categorical[c] ? h.lambda[c] : 0.0;
+        const auto [r2, hamming] = distances(h, a, b);
         const double r = std::sqrt(r2);
         const double e = std::exp(-kSqrt5 * r - hamming);
         const double kf = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * e;

@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace acceltune {
@@ -56,6 +57,7 @@ class CandidateGp {
   double kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
 
  private:
+  std::pair<double, double> distances(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
   void rebuild();
   void extend(const GpPoint& x);  // one more observation with the current hyper-parameters
 
