@@ -27,7 +27,7 @@ class Bayes final : public Strategy {
       else categorical_.push_back(k);
     }
     const size_t d = space.params().size();
-    init_points_ = static_cast<int>(std::clamp<size_t>(d + 1, 4, 8));
+    init_points_ = static_cast<int>(std::clamp<size_t>(d / 2 + 2, 4, 8));
   }
 
   std::optional<Config> ask() override {
@@ -202,7 +202,8 @@ class Bayes final : public Strategy {
     Eigen::VectorXd y = targets();
     // Hyper-parameters are refitted while data is scarce, then as it grows by a fifth.
     if (fitted_at_ == 0 || n <= 40 || static_cast<double>(n) >= 1.2 * static_cast<double>(fitted_at_)) {
-      gp_->fit(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : 2);
+      // Few starts once the data is plentiful: the warm start from the last fit is then close.
+      gp_->fit(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : n <= 120 ? 2 : 1);
       fitted_at_ = n;
     }
     (void)before;

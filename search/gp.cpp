@@ -250,7 +250,7 @@ double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
   GpHyper neutral;
   neutral.length.assign(no_, 0.3);
   neutral.lambda.assign(nc_, 1.0);
-  inits.push_back(pack(neutral));
+  if (starts >= 2) inits.push_back(pack(neutral));
   Rng rng(seed);
   while (static_cast<int>(inits.size()) < std::max(starts, 1)) {
     std::vector<double> t(dims);
