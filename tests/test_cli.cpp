@@ -219,6 +219,13 @@ TEST(Cli, BenchMeasuresOneConfig) {
   auto bad = run_cli({"bench", "--space", "host-copy", "--set", "chunk=3000"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("chunk"), std::string::npos);
+  // A config that crashes the kernel is measured in a worker and reported, not fatal.
+  test::TempDir dir;
+  test::write_file(dir / "f.json", R"({"name": "f", "kernel": "fault", "sizes": [1], "params": [
+      {"name": "mode", "kind": "categorical", "values": ["ok", "crash"], "default": "ok"}]})");
+  auto crash = run_cli({"bench", "--space", (dir / "f.json").string(), "--set", "mode=crash"});
+  EXPECT_EQ(crash.exit_code, 1);
+  EXPECT_NE(crash.out.find("SIGSEGV"), std::string::npos) << crash.out;
   auto invalid = run_cli({"bench", "--space", "host-copy", "--set", "touch=workers", "--set", "threads=1"});
   EXPECT_EQ(invalid.exit_code, 2);
   EXPECT_NE(invalid.err.find("not valid"), std::string::npos) << invalid.err;

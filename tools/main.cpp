@@ -422,25 +422,26 @@ int cmd_bench(const std::string& space_arg, const std::vector<std::string>& sets
   }
   const std::string why = p.space.why_invalid(c);
   if (!why.empty()) return fail(input_error("config {} is not valid: {}", p.space.key(c), why));
-  MeasureSettings ms;
-  ms.target_rel_halfwidth = target;
-  ms.max_seconds = max_seconds;
-  ScopedEnv env;
-  for (size_t k = 0; k < p.space.params().size(); ++k) {
-    const Param& par = p.space.params()[k];
-    if (!par.env.empty()) env.set(par.env, to_string(p.space.value(c, k)));
-  }
+  // Through the trial runner, so a config is measured the way a search measures it: in a
+  // worker with its environment when the space or kernel needs one.
+  RunnerOptions ro;
+  ro.measure.target_rel_halfwidth = target;
+  ro.measure.max_seconds = max_seconds;
+  ro.worker_command = worker_command();
+  auto iso = resolve_isolation(p.space, *p.kernel, Isolation::automatic);
+  if (!iso) return fail(iso.error());
+  ro.isolation = *iso;
+  TrialRunner runner(p.space, *p.kernel, ro);
+  const Trial trial = runner.run(c, 0, p.workload.sizes);
   Json results = Json::array();
   if (!as_json) {
     std::printf("config: %s\n", p.space.key(c).c_str());
     std::printf("%-8s %12s %12s %12s %8s %10s  %s\n", "size", ("median " + p.kernel->unit()).c_str(), "p10", "p90",
                 "+-ci", "samples", "state");
   }
-  bool all_ok = true;
-  for (uint64_t bytes : p.workload.sizes) {
-    Measurement m = p.kernel->measure(p.space, c, bytes, ms, MeasureContext{1, 0});
-    m.bytes = bytes;
-    all_ok = all_ok && m.state == State::ok;
+  const bool all_ok = trial.state == State::ok;
+  for (const Measurement& m : trial.measurements) {
+    const uint64_t bytes = m.bytes;
     if (as_json) {
       results.push_back(m.to_json());
       continue;
