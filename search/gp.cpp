@@ -13,7 +13,10 @@ namespace acceltune {
 namespace {
 constexpr double kSqrt5 = 2.23606797749979;
 constexpr double kMinLength = 0.03, kMaxLength = 30.0;
-constexpr double kMinLambda = 1e-3, kMaxLambda = 20.0;
+// Different categorical values (algorithms, protocols) correlate at most exp(-0.2) = 0.82:
+// treating them as nearly the same stops the search from exploring the categories, whose
+// effect on communication bandwidth is large.
+constexpr double kMinLambda = 0.2, kMaxLambda = 20.0;
 constexpr double kMinSignal = 0.05, kMaxSignal = 20.0;
 constexpr double kMinNoise = 1e-6, kMaxNoise = 2.0;
 }  // namespace
