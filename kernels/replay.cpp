@@ -21,14 +21,6 @@ namespace fs = std::filesystem;
 constexpr const char* kObjective = "objective";
 constexpr const char* kObjectiveStd = "objective_std";
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
-}
-
 struct Columns {
   size_t objective = SIZE_MAX, objective_std = SIZE_MAX;
 };
@@ -68,7 +60,7 @@ Expected<Space> load_landscape_space(const fs::path& path) {
   for (size_t i = 0; i < t.header.size(); ++i) {
     if (i == cols.objective || i == cols.objective_std) continue;
     const std::string& name = t.header[i];
-    if (!is_identifier(name)) {
+    if (!is_param_name(name)) {
       return input_error("{}: column {} ('{}') is not a usable param name (letters, digits, '_')",
                          path.string(), i + 1, name);
     }

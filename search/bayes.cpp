@@ -195,7 +195,6 @@ class Bayes final : public Strategy {
   }
 
   std::optional<size_t> best_acquisition() {
-    const size_t before = observed_.size();
     absorb_pending();
     const size_t n = observed_.size();
     if (n == 0) return std::nullopt;
@@ -206,7 +205,6 @@ class Bayes final : public Strategy {
       gp_->fit(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : n <= 120 ? 2 : 1);
       fitted_at_ = n;
     }
-    (void)before;
     Eigen::VectorXd mean, var, mean_obs;
     gp_->posterior(y, mean, var, &mean_obs);
     // Noise-aware incumbent: the best posterior mean among the observations, per size.

@@ -45,6 +45,13 @@ std::optional<size_t> Param::index_of(const Value& v) const {
   return std::nullopt;
 }
 
+bool is_param_name(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 std::string json_error_position(const std::string& text, size_t byte_offset) {
   size_t line = 1, column = 1;
   for (size_t i = 0; i < text.size() && i + 1 < byte_offset; ++i) {
@@ -74,12 +81,6 @@ namespace {
 
 constexpr size_t kMaxDomain = 1'000'000;
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
 
 std::string describe_domain(const Param& p) {
   std::string out = fmt::format("{} ", to_string(p.kind));
@@ -125,7 +126,7 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
   Param p;
   if (!j.contains("name") || !j["name"].is_string()) return r.fail("missing string field 'name'");
   p.name = j["name"].get<std::string>();
-  if (!is_identifier(p.name)) {
+  if (!is_param_name(p.name)) {
     return r.fail(fmt::format("name '{}' must be an identifier (letters, digits, '_')", p.name));
   }
   if (!j.contains("kind") || !j["kind"].is_string()) {

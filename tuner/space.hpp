@@ -122,6 +122,9 @@ class Space {
   mutable bool count_exact_ = true;
 };
 
+// Param names are identifiers (letters, digits, '_'), since constraints name them.
+bool is_param_name(const std::string& s);
+
 // Locates a JSON parse error: "line 3, column 14".
 std::string json_error_position(const std::string& text, size_t byte_offset);
 
