@@ -32,6 +32,20 @@ Expected<std::unique_ptr<Kernel>> make_kernel(Space& space) {
           space.source(), p.name, space.kernel(), join_names(native));
     }
   }
+  if (space.extra().contains("placement")) {
+    const Json& pj = space.extra()["placement"];
+    const auto where = kernel->placements();
+    if (!pj.is_string()) return input_error("{}: field 'placement' must be a string", space.source());
+    const std::string asked = pj.get<std::string>();
+    if (std::find(where.begin(), where.end(), asked) == where.end()) {
+      if (where.empty()) {
+        return input_error("{}: kernel '{}' runs on this host only; drop --netns, --peer or the 'placement' field",
+                           space.source(), space.kernel());
+      }
+      return input_error("{}: kernel '{}' has no placement '{}' (it has: {})", space.source(), space.kernel(), asked,
+                         join_names(where));
+    }
+  }
   ACCELTUNE_TRY(kernel->attach(space));
   return kernel;
 }

@@ -44,6 +44,11 @@ class Kernel {
   // False for kernels whose objective does not depend on a message size (replay).
   virtual bool sized() const { return true; }
   virtual KernelIsolation isolation() const { return KernelIsolation::any; }
+  // Where the two ends of a transfer may run, for kernels that move data between two
+  // processes or hosts: "loopback" (this host), "netns" (two network namespaces acceltune
+  // creates), "peer" (an `acceltune serve` elsewhere). The space field "placement" chooses one
+  // (the first listed when absent); a kernel that lists none runs on this host only.
+  virtual std::vector<std::string> placements() const { return {}; }
 };
 
 struct KernelInfo {

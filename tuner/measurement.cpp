@@ -71,6 +71,7 @@ Json Measurement::to_json() const {
   Json samples = Json::array();
   for (double x : samples_seconds) samples.push_back(num(x));
   j["samples_seconds"] = samples;
+  if (!details.empty()) j["details"] = details;
   return j;
 }
 
@@ -95,6 +96,7 @@ Expected<Measurement> Measurement::from_json(const Json& j) {
   if (j.contains("samples_seconds") && j["samples_seconds"].is_array()) {
     for (const auto& x : j["samples_seconds"]) m.samples_seconds.push_back(x.is_number() ? x.get<double>() : std::nan(""));
   }
+  if (j.contains("details") && j["details"].is_object()) m.details = j["details"];
   return m;
 }
 

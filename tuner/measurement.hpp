@@ -46,6 +46,9 @@ struct Measurement {
   double value = 0, value_p10 = 0, value_p90 = 0;
   // Relative half-width of the median's interval that was reached.
   double rel_halfwidth = 0;
+  // What the kernel observed beside the time, for people and tests: the path MSS a TCP stream
+  // got, the transport UCX chose, the algorithm a collective ran ("mss_bytes": 8948, ...).
+  Json details = Json::object();
 
   Json to_json() const;
   static Expected<Measurement> from_json(const Json& j);

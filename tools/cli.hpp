@@ -1,0 +1,79 @@
+// What the commands of the command line share: error reporting, number and table formatting,
+// the set-up of a space with its kernel, and studies read back from their directories. Each
+// command lives in its own file (cmd_NAME.cpp) and adds itself to the app.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tuner/best.hpp"
+#include "tuner/kernel.hpp"
+#include "tuner/trial.hpp"
+
+namespace acceltune::cli {
+
+inline constexpr const char* kDefaultSpace = "host-copy";
+inline constexpr const char* kResultsRoot = "acceltune-results";
+
+// Prints "acceltune: MESSAGE" and returns the error's exit code (2 input, 1 runtime).
+int fail(const Error& e);
+bool stderr_is_terminal();
+
+std::string format_seconds(double s);
+std::string format_value(double v);
+std::map<std::string, std::string> units_of(const Json& space_definition);
+// The params where a config differs from the default, or "(default)".
+std::string describe_config(const Json& config, const Json& default_config,
+                            const std::map<std::string, std::string>& units);
+void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out);
+
+// Where the two ends of a transfer kernel run: this host (the kernel's default), two network
+// namespaces that acceltune creates (--netns), or an `acceltune serve` on another host (--peer).
+struct PlacementArgs {
+  bool netns = false;
+  std::string peer;
+};
+void add_placement_options(CLI::App* command, PlacementArgs& args);
+
+// Common set-up of search and bench: the space, its kernel attached, and the sizes.
+struct Prepared {
+  Space space;
+  std::unique_ptr<Kernel> kernel;
+  Workload workload;
+};
+Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg,
+                           const PlacementArgs& placement = {});
+
+// argv of this binary's hidden worker mode.
+std::vector<std::string> worker_command();
+
+Json search_defaults(const Space& space);
+
+struct LoadedStudy {
+  Json study;
+  BestTable best;
+};
+Expected<LoadedStudy> load_study(const std::string& dir);
+
+// A command adds its subcommand and options to the app and says what runs when it is chosen.
+struct CommandList {
+  std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
+  void add(CLI::App* sub, std::function<int()> run) { commands.emplace_back(sub, std::move(run)); }
+};
+
+void add_probe_command(CLI::App& app, CommandList& list);
+void add_spaces_command(CLI::App& app, CommandList& list);
+void add_search_command(CLI::App& app, CommandList& list);
+void add_bench_command(CLI::App& app, CommandList& list);
+void add_best_command(CLI::App& app, CommandList& list);
+void add_export_command(CLI::App& app, CommandList& list);
+void add_exec_command(CLI::App& app, CommandList& list);
+void add_serve_command(CLI::App& app, CommandList& list);
+
+}  // namespace acceltune::cli

@@ -1,0 +1,195 @@
+// Helpers the commands share.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "tools/cli.hpp"
+#include "tools/spaces_path.hpp"
+#include "tuner/store.hpp"
+#include "tuner/study.hpp"
+
+namespace acceltune::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A param value as a person reads it: byte-valued params with units.
+std::string show_value(const Json& v, const std::string& unit) {
+  if (unit == "bytes" && v.is_number_integer() && v.get<int64_t>() > 0) return format_bytes(v.get<uint64_t>());
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "acceltune: %s\n", e.message.c_str());
+  return e.exit_code();
+}
+
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return "?";
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02.0f}s", static_cast<int>(s / 60), std::fmod(s, 60));
+  return fmt::format("{}h{:02d}m", static_cast<int>(s / 3600), static_cast<int>(std::fmod(s, 3600) / 60));
+}
+
+std::string format_value(double v) {
+  if (!std::isfinite(v)) return "-";
+  if (std::abs(v) >= 100) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
+std::map<std::string, std::string> units_of(const Json& space_definition) {
+  std::map<std::string, std::string> u;
+  if (space_definition.contains("params")) {
+    for (const auto& p : space_definition["params"]) u[p.value("name", "")] = p.value("unit", "");
+  }
+  return u;
+}
+
+// The params where a config differs from the default, or "(default)".
+std::string describe_config(const Json& config, const Json& default_config,
+                            const std::map<std::string, std::string>& units) {
+  std::string out;
+  for (const auto& [k, v] : config.items()) {
+    if (default_config.contains(k) && default_config[k] == v) continue;
+    auto u = units.find(k);
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, show_value(v, u == units.end() ? "" : u->second));
+  }
+  return out.empty() ? "(default)" : out;
+}
+
+void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out) {
+  const auto units = units_of(space_definition);
+  const std::string unit = b.unit;
+  if (b.certified) {
+    std::fprintf(out, "%-8s %14s %14s %22s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
+                 "gain [95% interval]", "exported config (trial)");
+  } else {
+    std::fprintf(out, "%-8s %14s %14s %8s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
+                 "ratio", "best config (trial)");
+  }
+  for (const auto& s : b.sizes) {
+    if (b.certified) {
+      if (!s.certified_trial) {
+        std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
+                     s.default_value ? format_value(*s.default_value).c_str() : "-", "-", "-",
+                     "(default: no other config measured ok)");
+        continue;
+      }
+      const Candidate* w = nullptr;
+      for (const auto& c : s.candidates) {
+        if (c.trial == *s.certified_trial) w = &c;
+      }
+      const std::string gain = fmt::format("{:.2f}x [{:.2f}, {:.2f}]", *s.certified_ratio, s.ci_low.value_or(0),
+                                           s.ci_high.value_or(INFINITY));
+      const std::string cfg =
+          s.significant ? fmt::format("{} (#{})", describe_config(s.chosen_config, b.default_config, units),
+                                      *s.certified_trial)
+                        : fmt::format("(default) no significant gain from #{}", *s.certified_trial);
+      std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
+                   w ? format_value(w->default_value).c_str() : "-", w ? format_value(w->value).c_str() : "-",
+                   gain.c_str(), cfg.c_str());
+      continue;
+    }
+    const std::string def = s.default_value ? format_value(*s.default_value) : "-";
+    const std::string best = s.best_trial ? format_value(s.best_value) : "-";
+    const std::string ratio = s.ratio ? fmt::format("{:.2f}x", *s.ratio) : "-";
+    const std::string cfg = s.best_trial
+                                ? fmt::format("{} (#{})", describe_config(s.best_config, b.default_config, units),
+                                              *s.best_trial)
+                                : "no config measured ok";
+    std::fprintf(out, "%-8s %14s %14s %8s  %s\n", format_bytes(s.bytes).c_str(), def.c_str(), best.c_str(),
+                 ratio.c_str(), cfg.c_str());
+  }
+  if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
+    std::fprintf(out, "ranges:");
+    for (const auto& r : b.ranges) {
+      // Ranges end just below the next one's first size: print them half-open.
+      std::fprintf(out, " [%s, %s) %s;", r.min_bytes == 0 ? "0" : format_bytes(r.min_bytes).c_str(),
+                   r.max_bytes == UINT64_MAX ? "max" : format_bytes(r.max_bytes + 1).c_str(),
+                   r.is_default ? "default" : describe_config(r.config, b.default_config, units).c_str());
+    }
+    std::fprintf(out, "\n");
+  }
+}
+
+
+Json search_defaults(const Space& space) {
+  if (space.extra().contains("search") && space.extra()["search"].is_object()) return space.extra()["search"];
+  return Json::object();
+}
+
+void add_placement_options(CLI::App* command, PlacementArgs& args) {
+  command->add_flag("--netns", args.netns,
+                    "run the two ends of a transfer kernel in two network namespaces that acceltune creates, joins "
+                    "by a veth pair and removes afterwards (needs root); this makes the link's MTU tunable");
+  command->add_option("--peer", args.peer,
+                      "HOST:PORT of an 'acceltune serve' on another host: the far end of a transfer kernel");
+}
+
+Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement) {
+  ACCELTUNE_TRY_ASSIGN(Space space, resolve_space(space_arg.empty() ? kDefaultSpace : space_arg));
+  // The placement is part of what the study measures, so it is stored with the space.
+  if (placement.netns && !placement.peer.empty()) return input_error("--netns and --peer exclude each other; choose one");
+  if (placement.netns) space.set_extra("placement", "netns");
+  if (!placement.peer.empty()) {
+    space.set_extra("placement", "peer");
+    space.set_extra("peer", placement.peer);
+  }
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Kernel> kernel, make_kernel(space));
+  Workload w;
+  w.kernel = space.kernel();
+  w.operation = space.operation();
+  if (!kernel->sized()) {
+    if (!sizes_arg.empty()) {
+      return input_error("kernel '{}' has no message sizes; drop --sizes", space.kernel());
+    }
+    w.sizes = {0};
+  } else if (!sizes_arg.empty()) {
+    ACCELTUNE_TRY_ASSIGN(w.sizes, parse_sizes(sizes_arg));
+  } else {
+    w.sizes = space.sizes();
+  }
+  if (w.sizes.empty()) {
+    return input_error("{}: the space lists no message sizes; pass --sizes such as 64K,1M,16M", space.source());
+  }
+  std::sort(w.sizes.begin(), w.sizes.end());
+  w.sizes.erase(std::unique(w.sizes.begin(), w.sizes.end()), w.sizes.end());
+  return Prepared{std::move(space), std::move(kernel), std::move(w)};
+}
+
+
+std::vector<std::string> worker_command() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return {ec ? std::string("/proc/self/exe") : exe.string(), "__worker"};
+}
+
+Expected<LoadedStudy> load_study(const std::string& dir) {
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", dir));
+  if (!store->has_study()) return input_error("{}: not a study directory (no study.json)", dir);
+  ACCELTUNE_TRY_ASSIGN(Json study, store->read_study());
+  auto best_json = store->read_best();
+  if (best_json) {
+    ACCELTUNE_TRY_ASSIGN(BestTable b, BestTable::from_json(*best_json));
+    return LoadedStudy{std::move(study), std::move(b)};
+  }
+  // The study stopped before writing best.json (killed): rebuild the table from its trials.
+  std::fprintf(stderr, "acceltune: %s has no best.json yet; computing it from trials.jsonl\n", dir.c_str());
+  ACCELTUNE_TRY_ASSIGN(Space space, Space::from_json(study["space"], dir + "/study.json", dir));
+  ACCELTUNE_TRY_ASSIGN(Workload w, Workload::from_json(study["workload"]));
+  int torn = 0;
+  ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
+  const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
+  return LoadedStudy{std::move(study), compute_best(space, w, trials, unit)};
+}
+
+}  // namespace acceltune::cli

@@ -1,0 +1,52 @@
+// acceltune export: a study's best configuration in a library's format.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "tools/cli.hpp"
+
+namespace acceltune::cli {
+namespace {
+
+int cmd_export(const std::string& dir, const std::string& format, const std::string& out_file) {
+  auto s = load_study(dir);
+  if (!s) return fail(s.error());
+  auto text = emit(format, s->best);
+  if (!text) return fail(text.error());
+  if (out_file.empty() || out_file == "-") {
+    std::fwrite(text->data(), 1, text->size(), stdout);
+    return 0;
+  }
+  const std::string tmp = out_file + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return fail(input_error("{}: cannot write the export: {}", out_file, std::strerror(errno)));
+    f << *text;
+    if (!f.flush()) return fail(runtime_error("{}: write failed", out_file));
+  }
+  if (std::rename(tmp.c_str(), out_file.c_str()) != 0) {
+    return fail(runtime_error("{}: cannot write the export: {}", out_file, std::strerror(errno)));
+  }
+  return 0;
+}
+
+
+}  // namespace
+
+void add_export_command(CLI::App& app, CommandList& list) {
+  struct Args {
+    std::string dir, format, out;
+  };
+  auto a = std::make_shared<Args>();
+  std::string formats;
+  for (const auto& [name, info] : EmitterRegistry::instance().entries()) {
+    formats += fmt::format("\n  {:<12} {}", name, info.description);
+  }
+  auto* exp = app.add_subcommand("export", "write a study's best configuration in a library's format");
+  exp->add_option("DIR", a->dir, "study directory")->required();
+  exp->add_option("--format", a->format, "one of:" + formats)->required();
+  exp->add_option("-o,--output", a->out, "file to write (default: standard output)");
+  list.add(exp, [a] { return cmd_export(a->dir, a->format, a->out); });
+}
+
+}  // namespace acceltune::cli

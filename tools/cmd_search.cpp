@@ -1,0 +1,252 @@
+// acceltune search: search a space and write the best config per message size.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "tools/cli.hpp"
+#include "tuner/fingerprint.hpp"
+#include "tuner/study.hpp"
+
+namespace acceltune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string timestamp_for_path() {
+  std::string t = utc_now_iso8601();  // 2026-12-02T17:52:23Z
+  t.erase(std::remove(t.begin(), t.end(), ':'), t.end());
+  t.erase(std::remove(t.begin(), t.end(), '-'), t.end());
+  if (!t.empty() && t.back() == 'Z') t.pop_back();
+  return t;  // 20261202T175223
+}
+
+// A new directory name under the results root that no study uses yet.
+fs::path fresh_study_dir(const std::string& space_name) {
+  const fs::path base = fs::path(kResultsRoot) / fmt::format("{}-{}", space_name, timestamp_for_path());
+  fs::path p = base;
+  for (int i = 2; fs::exists(p); ++i) p = base.string() + fmt::format("-{}", i);
+  return p;
+}
+
+// The newest study of a space under the results root, for `search --resume` without --out.
+std::optional<fs::path> newest_study_dir(const std::string& space_name) {
+  std::error_code ec;
+  std::optional<fs::path> best;
+  fs::file_time_type best_time{};
+  if (!fs::is_directory(kResultsRoot, ec)) return std::nullopt;
+  for (const auto& e : fs::directory_iterator(kResultsRoot, ec)) {
+    const fs::path study = e.path() / "study.json";
+    if (!fs::exists(study, ec)) continue;
+    std::ifstream in(study);
+    Json j = Json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("space") || j["space"].value("name", "") != space_name) continue;
+    const auto t = fs::last_write_time(e.path() / "trials.jsonl", ec);
+    if (!best || t > best_time) {
+      best = e.path();
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+enum class LogLevel { error, warn, info, debug };
+
+Expected<LogLevel> parse_log_level(const std::string& s) {
+  if (s == "error") return LogLevel::error;
+  if (s == "warn") return LogLevel::warn;
+  if (s == "info") return LogLevel::info;
+  if (s == "debug") return LogLevel::debug;
+  return input_error("unknown --log-level '{}' (use error, warn, info or debug)", s);
+}
+
+struct SearchArgs {
+  std::string space, strategy, sizes, out;
+  std::string isolation = "auto", log_level = "warn";
+  double trial_timeout = 0;
+  int certify_top = 3, certify_rounds = 5;
+  int64_t budget = 0;
+  double time_limit = 0;
+  uint64_t seed = 1;
+  bool seed_given = false;
+  bool resume = false;
+  PlacementArgs placement;
+  double target = 0.02;
+  double max_seconds = 0.5;
+};
+
+int cmd_search(const SearchArgs& a) {
+  auto prep = prepare(a.space, a.sizes, a.placement);
+  if (!prep) return fail(prep.error());
+  Prepared& p = *prep;
+  const Json defaults = search_defaults(p.space);
+
+  fs::path out = a.out;
+  if (out.empty()) {
+    if (a.resume) {
+      auto newest = newest_study_dir(p.space.name());
+      if (!newest) {
+        return fail(input_error("no study of space '{}' under {}/ to resume; pass --out DIR", p.space.name(),
+                                kResultsRoot));
+      }
+      out = *newest;
+    } else {
+      out = fresh_study_dir(p.space.name());
+    }
+  }
+  auto store = open_store("dir", out.string());
+  if (!store) return fail(store.error());
+
+  StudyOptions o;
+  o.budget = a.budget > 0 ? a.budget : defaults.value("budget", int64_t{50});
+  o.time_limit_seconds = a.time_limit > 0 ? a.time_limit : defaults.value("time_limit_seconds", 0.0);
+  o.seed = a.seed;
+  o.strategy = a.strategy;
+  if (a.resume && (*store)->has_study()) {
+    // A resumed study keeps its strategy and seed unless they are given (and then must match).
+    auto stored = (*store)->read_study();
+    if (!stored) return fail(stored.error());
+    if (o.strategy.empty()) o.strategy = stored->value("strategy", "");
+    if (!a.seed_given) o.seed = stored->value("seed", uint64_t{1});
+  }
+  if (o.strategy.empty()) {
+    o.strategy = defaults.value("strategy", "");
+    if (o.strategy.empty()) {
+      o.strategy = p.space.count_valid() <= static_cast<uint64_t>(o.budget) ? "grid" : "random";
+    }
+  }
+  o.resume = a.resume;
+  o.measure.target_rel_halfwidth = a.target;
+  o.measure.max_seconds = a.max_seconds;
+  auto iso = isolation_from_string(a.isolation);
+  if (!iso) return fail(iso.error());
+  o.isolation = *iso;
+  o.worker_command = worker_command();
+  o.trial_timeout_seconds = a.trial_timeout;
+  o.certify.top = a.certify_top;
+  o.certify.rounds = a.certify_rounds;
+  auto level = parse_log_level(a.log_level);
+  if (!level) return fail(level.error());
+  const bool tty = stderr_is_terminal();
+  o.on_event = [&, lv = *level](const Json& e) {
+    const std::string ev = e.value("event", "");
+    std::string line;
+    if (ev == "trial_failure" && lv >= LogLevel::warn) {
+      line = fmt::format("trial {} {}: {}", e.value("number", 0), e.value("state", ""), e.value("error", ""));
+    } else if (ev == "trial_finish" && lv >= LogLevel::info) {
+      line = fmt::format("trial {} ok: {} {} in {:.2f} s", e.value("number", 0),
+                         e["value"].is_number() ? format_value(e["value"].get<double>()) : "-", p.kernel->unit(),
+                         e.value("cost_seconds", 0.0));
+    } else if (ev == "certify" && lv >= LogLevel::info) {
+      line = fmt::format("certified {}: {}", format_bytes(e.value("bytes", uint64_t{0})),
+                         e.contains("ratio") ? fmt::format("{:.3f}x [{:.3f}, {:.3f}]{}", e["ratio"].get<double>(),
+                                                           e.value("ci_low", 0.0), e.value("ci_high", 0.0),
+                                                           e.value("significant", false) ? "" : ", not significant")
+                                             : "no candidate");
+    } else if (lv >= LogLevel::debug) {
+      line = e.dump();
+    }
+    if (!line.empty()) std::fprintf(stderr, "%sacceltune: %s\n", tty ? "\r\033[K" : "", line.c_str());
+  };
+  if (tty) {
+    o.on_certify_progress = [](int done, int total) {
+      std::fprintf(stderr, "\r\033[Kcertifying gains against the default: %d/%d measurements", done, total);
+      std::fflush(stderr);
+    };
+  }
+  if (tty) {
+    o.on_progress = [&](const Progress& pr) {
+      const std::string best =
+          pr.best_value ? fmt::format("{} {}", format_value(*pr.best_value), p.kernel->unit()) : "-";
+      std::fprintf(stderr, "\r\033[Ktrial %lld/%lld  best %s  elapsed %s  ETA %s", static_cast<long long>(pr.done),
+                   static_cast<long long>(pr.planned), best.c_str(), format_seconds(pr.elapsed_seconds).c_str(),
+                   format_seconds(pr.eta_seconds).c_str());
+      std::fflush(stderr);
+    };
+  }
+  o.on_warning = [&](const std::string& w) {
+    std::fprintf(stderr, "%sacceltune: warning: %s\n", tty ? "\r\033[K" : "", w.c_str());
+  };
+
+  if (tty) {
+    std::fprintf(stderr, "acceltune: space %s (%llu valid configs), kernel %s, strategy %s, budget %lld%s, sizes %s\n",
+                 p.space.name().c_str(), static_cast<unsigned long long>(p.space.count_valid()),
+                 p.space.kernel().c_str(), o.strategy.c_str(), static_cast<long long>(o.budget),
+                 o.time_limit_seconds > 0 ? fmt::format(", time limit {}", format_seconds(o.time_limit_seconds)).c_str()
+                                          : "",
+                 [&] {
+                   std::string s;
+                   for (uint64_t b : p.workload.sizes) s += (s.empty() ? "" : ",") + format_bytes(b);
+                   return s;
+                 }()
+                     .c_str());
+  }
+  auto outcome = run_study(p.space, *p.kernel, **store, p.workload, o, probe_fingerprint());
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!outcome) return fail(outcome.error());
+  const BestTable& b = outcome->best;
+  double cost = 0;
+  for (const auto& t : outcome->trials) cost += t.cost_seconds;
+  std::printf("acceltune search: space %s, strategy %s, %lld trials (%lld ok%s), %s measuring; %s\n",
+              p.space.name().c_str(), o.strategy.c_str(), static_cast<long long>(b.trials),
+              static_cast<long long>(b.trials_ok),
+              outcome->resumed_trials ? fmt::format(", {} resumed", outcome->resumed_trials).c_str() : "",
+              format_seconds(cost).c_str(), outcome->stop_reason.c_str());
+  print_best_table(b, p.space.definition(), stdout);
+  std::printf("study: %s\n", out.string().c_str());
+  if (b.trials_ok == 0) {
+    std::fprintf(stderr, "acceltune: no trial measured ok; see the errors in %s/trials.jsonl\n", out.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+
+}  // namespace
+
+void add_search_command(CLI::App& app, CommandList& list) {
+  auto args = std::make_shared<SearchArgs>();
+  SearchArgs& sa = *args;
+  auto* search = app.add_subcommand("search", "search a space and write the best config per message size");
+  search->add_option("--space", sa.space,
+                     "a shipped space's name, or a space file (.json, or .csv as a replay landscape); "
+                     "default: host-copy");
+  search->add_option("--strategy", sa.strategy,
+                     "grid, random, local, bayes, halving or halving-bayes; default: the space's choice, else grid "
+                     "when the budget covers the space, else random");
+  search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
+      ->check(CLI::PositiveNumber);
+  search->add_option("--time-limit", sa.time_limit, "stop starting trials after this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  search->add_option("--sizes", sa.sizes, "message sizes, e.g. 64K,1M,16M or 1K:1G:x4 (default: the space's)");
+  auto* seed_opt = search->add_option("--seed", sa.seed, "random seed, stored with the study (default 1)");
+  search->add_option("--out", sa.out, "study directory (default: a new one under ./acceltune-results/)");
+  search->add_flag("--resume", sa.resume,
+                   "continue the study in --out (default: the newest study of this space) without repeating a trial");
+  search->add_option("--target", sa.target, "relative half-width of the median's 95% interval to reach (default 0.02)")
+      ->check(CLI::Range(0.0001, 1.0));
+  search->add_option("--max-seconds", sa.max_seconds, "measurement time cap per config and size (default 0.5)")
+      ->check(CLI::Range(0.001, 3600.0));
+  search->add_option("--isolation", sa.isolation,
+                     "auto, in-process or worker (a fresh process per trial, with a watchdog); auto: workers when "
+                     "the kernel or space needs them or a param is set through the environment");
+  search->add_option("--trial-timeout", sa.trial_timeout,
+                     "seconds before a worker's trial is killed and recorded as timeout (default: from --max-seconds)")
+      ->check(CLI::NonNegativeNumber);
+  search->add_option("--certify-top", sa.certify_top,
+                     "top configs per size re-measured interleaved with the default after the search; 0: off (default 3)")
+      ->check(CLI::Range(0, 100));
+  search->add_option("--certify-rounds", sa.certify_rounds, "interleaved rounds of that re-measurement (default 5)")
+      ->check(CLI::Range(2, 1000));
+  search->add_option("--log-level", sa.log_level,
+                     "console detail: error, warn (failed trials; default), info (every trial), debug (every event); "
+                     "every event is also written to DIR/events.jsonl");
+  search->footer("Example: acceltune search --space host-copy --budget 40 --sizes 64K,16M --out study1");
+  add_placement_options(search, sa.placement);
+  list.add(search, [args, seed_opt] {
+    args->seed_given = seed_opt->count() > 0;
+    return cmd_search(*args);
+  });
+}
+
+}  // namespace acceltune::cli
