@@ -14,7 +14,7 @@ using test::run_cli;
 TEST(Cli, HelpAndVersion) {
   auto r = run_cli({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* cmd : {"probe", "spaces", "search", "bench", "best", "export", "exec"}) {
+  for (const char* cmd : {"probe", "spaces", "search", "bench", "best", "export", "exec", "serve"}) {
     EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
   }
   auto s = run_cli({"search", "--help"});
@@ -34,6 +34,27 @@ TEST(Cli, BadUsageExitsTwo) {
   auto sz = run_cli({"search", "--sizes", "12Q"});
   EXPECT_EQ(sz.exit_code, 2);
   EXPECT_NE(sz.err.find("12Q"), std::string::npos);
+}
+
+TEST(Cli, PlacementFlagsAreRefusedByHostOnlyKernels) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--netns"}, std::vector<std::string>{"--peer", "127.0.0.1:1"}}) {
+    std::vector<std::string> args = {"bench", "--space", "host-copy"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("runs on this host only"), std::string::npos) << r.err;
+    EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  }
+  auto both = run_cli({"bench", "--space", "host-copy", "--netns", "--peer", "127.0.0.1:1"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+}
+
+TEST(Cli, UnknownInternalModeExitsTwo) {
+  auto r = run_cli({"__no-such-mode"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown internal mode"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ProbeJson) {

@@ -13,6 +13,9 @@ packages=(
   libnlopt-dev libnlopt-cxx-dev  # its hyper-parameter fits (L-BFGS)
   libgtest-dev         # tests
   libbenchmark-dev     # engine benchmarks (not run as tests)
+  iproute2             # network namespaces and veth pairs (tcp-stream --netns, two-host tests)
+  libucx-dev ucx-utils # the ucx kernel; ucx_perftest for its cross-check
+  libopenmpi-dev openmpi-bin  # the mpi-coll kernel and distributed studies under mpirun
 )
 
 missing=()
