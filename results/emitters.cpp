@@ -17,15 +17,17 @@ Expected<std::string> emit_env(const BestTable& best) {
   if (best.trials_ok == 0) {
     return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
   }
-  std::string out = fmt::format("# acceltune: space {}, kernel {}, {} trials{}\n", best.space, best.kernel, best.trials,
-                                best.certified ? ", gains certified against the default" : "");
-  if (best.export_config == best.default_config) out += "# no significant gain over the library default\n";
+  std::string out = export_header(best);
   if (best.env.empty()) {
     out += "# no param of this space is applied through an environment variable\n";
     return out;
   }
   for (const auto& [param, var] : best.env) {
     if (!best.export_config.contains(param)) continue;
+    if (unsets_env(best.export_config[param])) {
+      out += fmt::format("# {} is left to the library (unset)\n", var);
+      continue;
+    }
     out += fmt::format("{}={}\n", var, scalar_text(best.export_config[param]));
   }
   for (const auto& r : best.ranges) {

@@ -84,6 +84,32 @@ struct Landscape {
   }
 };
 
+TEST(Certify, ACandidateWithoutAnIntervalReadsBack) {
+  // Fewer than two good rounds leave a candidate's interval open; JSON stores the infinite
+  // bound as null, and best.json must still read back (best, export).
+  BestTable b;
+  b.space = "s";
+  SizeBest s;
+  s.bytes = 4096;
+  s.certified = true;
+  Candidate c;
+  c.trial = 3;
+  c.ratio = 1.5;
+  c.ci_low = 0.0;
+  c.ci_high = INFINITY;
+  c.rounds = 1;
+  s.candidates.push_back(c);
+  b.sizes.push_back(s);
+  const Json j = Json::parse(b.to_json().dump());
+  auto back = BestTable::from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->sizes.size(), 1u);
+  ASSERT_EQ(back->sizes[0].candidates.size(), 1u);
+  EXPECT_EQ(back->sizes[0].candidates[0].trial, 3);
+  EXPECT_TRUE(std::isinf(back->sizes[0].candidates[0].ci_high));
+  EXPECT_DOUBLE_EQ(back->sizes[0].candidates[0].ratio, 1.5);
+}
+
 TEST(Certify, IntervalCoversTheTrueRatioInMostSeededRuns) {
   // Noise of 4 on objectives near 50..100, the noise a drifting machine shows.
   Landscape l(test::landscape_csv(4.0));

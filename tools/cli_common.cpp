@@ -148,6 +148,10 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
   Workload w;
   w.kernel = space.kernel();
   w.operation = space.operation();
+  // Kernels that run across processes record their rank count in the space (mpi-coll).
+  if (space.extra().contains("ranks") && space.extra()["ranks"].is_number_integer()) {
+    w.ranks = space.extra()["ranks"].get<int64_t>();
+  }
   if (!kernel->sized()) {
     if (!sizes_arg.empty()) {
       return input_error("kernel '{}' has no message sizes; drop --sizes", space.kernel());
@@ -180,6 +184,7 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   auto best_json = store->read_best();
   if (best_json) {
     ACCELTUNE_TRY_ASSIGN(BestTable b, BestTable::from_json(*best_json));
+    b.study = study;
     return LoadedStudy{std::move(study), std::move(b)};
   }
   // The study stopped before writing best.json (killed): rebuild the table from its trials.
@@ -189,7 +194,9 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   int torn = 0;
   ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
   const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
-  return LoadedStudy{std::move(study), compute_best(space, w, trials, unit)};
+  BestTable b = compute_best(space, w, trials, unit);
+  b.study = study;
+  return LoadedStudy{std::move(study), std::move(b)};
 }
 
 }  // namespace acceltune::cli

@@ -45,6 +45,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
   for (const auto& [param, var] : b.env) {
     if (!b.export_config.contains(param)) continue;
     const Json& v = b.export_config[param];
+    if (unsets_env(v)) continue;  // the library decides
     vars.emplace_back(var, v.is_string() ? v.get<std::string>() : v.dump());
   }
   return vars;

@@ -1,5 +1,7 @@
 #include "tuner/best.hpp"
 
+#include <cmath>
+
 namespace acceltune {
 
 namespace {
@@ -101,11 +103,12 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
         Candidate cd;
         cd.trial = k.value("trial", int64_t{0});
         cd.config = k.value("config", Json::object());
-        cd.ratio = k.value("ratio", 0.0);
-        cd.ci_low = k.value("ci_low", 0.0);
-        cd.ci_high = k.value("ci_high", 0.0);
-        cd.value = k.value("value", 0.0);
-        cd.default_value = k.value("default_value", 0.0);
+        // A candidate with fewer than two good rounds has no interval: JSON holds null there.
+        cd.ratio = get_opt(k, "ratio").value_or(0.0);
+        cd.ci_low = get_opt(k, "ci_low").value_or(0.0);
+        cd.ci_high = get_opt(k, "ci_high").value_or(INFINITY);
+        cd.value = get_opt(k, "value").value_or(0.0);
+        cd.default_value = get_opt(k, "default_value").value_or(0.0);
         cd.rounds = k.value("rounds", 0);
         s.candidates.push_back(std::move(cd));
       }
@@ -233,6 +236,19 @@ Expected<std::string> emit(const std::string& format, const BestTable& best) {
                        join_names(EmitterRegistry::instance().names()));
   }
   return info->emit(best);
+}
+
+std::string export_header(const BestTable& best) {
+  std::string out = fmt::format("# acceltune: space {}, kernel {}, {} trials{}\n", best.space, best.kernel, best.trials,
+                                best.certified ? ", gains certified against the default" : "");
+  const Json& fp = best.study.value("fingerprint", Json::object());
+  if (fp.is_object() && fp.contains("id") && fp["id"].is_string()) {
+    out += fmt::format("# acceltune fingerprint: {}\n", fp["id"].get<std::string>());
+  } else {
+    out += "# no fingerprint: exported without its study record\n";
+  }
+  if (best.export_config == best.default_config) out += "# no significant gain over the library default\n";
+  return out;
 }
 
 }  // namespace acceltune

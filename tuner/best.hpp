@@ -70,6 +70,10 @@ struct BestTable {
   std::map<std::string, std::string> env;  // param name -> environment variable
   Json default_config = Json::object();
   int64_t trials = 0, trials_ok = 0;
+  // The study record (study.json: space definition, workload, fingerprint) when the table was read
+  // from a study directory, for exports that name the collective, the topology or the machine. Not
+  // part of best.json.
+  Json study = Json::object();
 
   Json to_json() const;
   static Expected<BestTable> from_json(const Json& j);
@@ -90,5 +94,9 @@ struct EmitterInfo {
 using EmitterRegistry = Registry<EmitterInfo>;
 
 Expected<std::string> emit(const std::string& format, const BestTable& best);
+
+// The header lines every KEY=VALUE export starts with: what was searched, and the hardware
+// fingerprint the runtime loader checks ("# acceltune fingerprint: ID").
+std::string export_header(const BestTable& best);
 
 }  // namespace acceltune

@@ -121,7 +121,10 @@ Trial TrialRunner::run_here(const Config& config, int64_t number, const std::vec
   ScopedEnv env;
   for (size_t k = 0; k < space_.params().size(); ++k) {
     const Param& p = space_.params()[k];
-    if (!p.env.empty()) env.set(p.env, to_string(space_.value(config, k)));
+    if (p.env.empty()) continue;
+    const Value& v = space_.value(config, k);
+    if (unsets_env(v)) env.unset(p.env);
+    else env.set(p.env, to_string(v));
   }
   t.measurements = measure_sizes(space_, kernel_, config, sizes, ms, {options_.seed, number});
   return t;
@@ -208,7 +211,10 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
   }
   for (size_t k = 0; k < space_.params().size(); ++k) {
     const Param& p = space_.params()[k];
-    if (!p.env.empty()) env[p.env] = to_string(space_.value(config, k));
+    if (p.env.empty()) continue;
+    const Value& v = space_.value(config, k);
+    if (unsets_env(v)) env.erase(p.env);
+    else env[p.env] = to_string(v);
   }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);

@@ -122,6 +122,14 @@ class Space {
   mutable bool count_exact_ = true;
 };
 
+// An env-bound param with this value leaves its variable unset, so the library makes its own
+// choice: NCCL_ALGO, for one, has no value that means "NCCL decides".
+inline constexpr std::string_view kUnsetEnvValue = "default";
+inline bool unsets_env(const Value& v) {
+  return std::holds_alternative<std::string>(v) && std::get<std::string>(v) == kUnsetEnvValue;
+}
+inline bool unsets_env(const Json& v) { return v.is_string() && v.get<std::string>() == kUnsetEnvValue; }
+
 // Param names are identifiers (letters, digits, '_'), since constraints name them.
 bool is_param_name(const std::string& s);
 

@@ -25,6 +25,12 @@ void ScopedEnv::set(const std::string& name, const std::string& value) {
   setenv(name.c_str(), value.c_str(), 1);
 }
 
+void ScopedEnv::unset(const std::string& name) {
+  const char* old = std::getenv(name.c_str());
+  saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+  unsetenv(name.c_str());
+}
+
 Json make_study_record(const Space& space, const Workload& workload, const StudyOptions& options,
                        const Json& fingerprint) {
   Json s = Json::object();

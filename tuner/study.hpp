@@ -72,6 +72,7 @@ class ScopedEnv {
   ScopedEnv& operator=(const ScopedEnv&) = delete;
   ~ScopedEnv();
   void set(const std::string& name, const std::string& value);
+  void unset(const std::string& name);
 
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
