@@ -36,6 +36,12 @@ if(PkgConfig_FOUND)
   set(_ucx_found ${ACCELTUNE_UCX_FOUND})
   set(_verbs_found ${ACCELTUNE_VERBS_FOUND})
 endif()
+# FindMPI probes its C component with the C compiler, which a C++ project does not enable.
+include(CheckLanguage)
+check_language(C)
+if(CMAKE_C_COMPILER)
+  enable_language(C)
+endif()
 find_package(MPI QUIET COMPONENTS C)
 
 acceltune_optional_backend(CUDA CUDAToolkit_FOUND "CUDA copy kernels")

@@ -38,6 +38,20 @@ Expected<int> connect_tcp(const std::string& host, int port, double timeout_seco
 // A listening TCP socket on bind_addr:port (port 0: ephemeral); the chosen port in *bound_port.
 Expected<int> listen_tcp(const std::string& bind_addr, int port, int* bound_port);
 
+// As connect_tcp, with `prepare` called on the socket before it connects (options that must be
+// set before the handshake, such as buffer sizes); its error fails the call.
+Expected<int> connect_tcp(const std::string& host, int port, double timeout_seconds,
+                          const std::function<Status(int fd)>& prepare);
+// As listen_tcp, with `prepare` called on the socket before it binds (accepted sockets inherit
+// the listener's buffer sizes and congestion control).
+Expected<int> listen_tcp(const std::string& bind_addr, int port, int* bound_port,
+                         const std::function<Status(int fd)>& prepare);
+// Waits at most timeout_seconds for a connection on a listening socket.
+Expected<int> accept_tcp(int listen_fd, double timeout_seconds);
+// The numeric address of either side of a connected socket ("198.18.0.1").
+std::string local_address(int fd);
+std::string remote_address(int fd);
+
 // A control server on a thread of this process (loopback and netns placements): it accepts
 // until stopped, and each connection runs its handler on a thread of its own. With a network
 // namespace name, the server's threads (and so every socket they open) live in that namespace.
@@ -47,6 +61,8 @@ class PeerServer {
                                                      const std::string& netns = "");
   ~PeerServer();  // stops accepting, shuts client connections down, joins the threads
   int port() const { return port_; }
+  // Control connections whose handler has returned so far.
+  int64_t finished_connections() const;
 
  private:
   PeerServer() = default;

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ gcc make pkg-config
   nlohmann-json3-dev   # JSON: spaces, studies, trials
   libfmt-dev           # formatting
   libmuparser-dev      # constraint expressions
@@ -16,6 +16,7 @@ packages=(
   iproute2             # network namespaces and veth pairs (tcp-stream --netns, two-host tests)
   libucx-dev ucx-utils # the ucx kernel; ucx_perftest for its cross-check
   libopenmpi-dev openmpi-bin  # the mpi-coll kernel and distributed studies under mpirun
+  libibverbs-dev       # the verbs kernel (RDMA)
 )
 
 missing=()

@@ -1,0 +1,167 @@
+// ompi-rules: Open MPI's coll/tuned dynamic rules file (the classic text format that Open MPI
+// 4.1 and later read), loaded with
+//   mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE
+// Per collective, per communicator size, per message size range: algorithm, fan-in/out and
+// segment size. The collective and its fields come from the env-bound params of the space
+// (OMPI_MCA_coll_tuned_<collective>_algorithm, ..._segmentsize, ..._tree_fanout/_chain_fanout);
+// the ranges are the best-per-size table's.
+#include <map>
+#include <optional>
+
+#include "tuner/best.hpp"
+
+namespace acceltune {
+namespace {
+
+struct TunedCollective {
+  const char* name;
+  int id;  // COLLTYPE of coll/base (coll_base_functions.h)
+  std::vector<const char*> algorithms;  // coll_tuned_<name>_algorithm's names, by number
+};
+
+const std::vector<TunedCollective>& tuned_collectives() {
+  static const std::vector<TunedCollective> table = {
+      {"allgather", 0, {"ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
+      {"allreduce",
+       2,
+       {"ignore", "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring", "rabenseifner"}},
+      {"alltoall", 3, {"ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"}},
+      {"bcast",
+       7,
+       {"ignore", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial",
+        "scatter_allgather", "scatter_allgather_ring"}},
+      {"reduce_scatter", 12, {"ignore", "non-overlapping", "recursive_halving", "ring", "butterfly"}},
+  };
+  return table;
+}
+
+constexpr const char* kPrefix = "OMPI_MCA_coll_tuned_";
+
+struct Fields {
+  const TunedCollective* coll = nullptr;
+  std::string algorithm, segsize, fanout;  // param names
+};
+
+Expected<int64_t> number_of(const Json& v, const TunedCollective& c, const std::string& param) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    for (size_t i = 0; i < c.algorithms.size(); ++i) {
+      if (s == c.algorithms[i]) return static_cast<int64_t>(i);
+    }
+    char* end = nullptr;
+    const long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && *end == '\0') return n;
+  }
+  return input_error("param '{}' value {} is not a coll/tuned {} algorithm of Open MPI 4.1", param, v.dump(), c.name);
+}
+
+int64_t integer_or_zero(const Json& config, const std::string& param) {
+  if (param.empty() || !config.contains(param)) return 0;
+  const Json& v = config[param];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) return std::strtoll(v.get<std::string>().c_str(), nullptr, 10);
+  return 0;
+}
+
+std::string size_text(uint64_t b) {
+  if (b == UINT64_MAX) return "max";
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+Expected<std::string> emit_ompi_rules(const BestTable& best) {
+  std::map<std::string, Fields> by_coll;
+  std::vector<std::string> others;
+  for (const auto& [param, var] : best.env) {
+    if (var.rfind(kPrefix, 0) != 0) {
+      others.push_back(var);
+      continue;
+    }
+    const std::string rest = var.substr(std::string(kPrefix).size());
+    for (const auto& c : tuned_collectives()) {
+      const std::string base = std::string(c.name) + "_algorithm";
+      if (rest.rfind(base, 0) != 0) continue;
+      const std::string tail = rest.substr(base.size());
+      // reduce_scatter_block shares the prefix of reduce_scatter; only exact fields count.
+      if (tail.empty()) by_coll[c.name].algorithm = param;
+      else if (tail == "_segmentsize") by_coll[c.name].segsize = param;
+      else if (tail == "_tree_fanout" || tail == "_chain_fanout") by_coll[c.name].fanout = param;
+      else continue;
+      by_coll[c.name].coll = &c;
+    }
+  }
+  for (auto it = by_coll.begin(); it != by_coll.end();) {
+    it = it->second.algorithm.empty() ? by_coll.erase(it) : std::next(it);
+  }
+  if (by_coll.empty()) {
+    return input_error("space {}: no param sets OMPI_MCA_coll_tuned_<collective>_algorithm, so there is nothing for an "
+                       "Open MPI rules file; export it as env or json",
+                       best.space);
+  }
+  if (best.trials_ok == 0 || best.ranges.empty()) {
+    return runtime_error("space {}: no trial measured ok, so there is no rule to export", best.space);
+  }
+  int64_t ranks = 0;
+  if (best.study.contains("workload") && best.study["workload"].is_object()) {
+    ranks = best.study["workload"].value("ranks", int64_t{0});
+  }
+  std::string out = fmt::format(
+      "# acceltune: Open MPI coll/tuned dynamic rules from space {}, {} trials{}\n"
+      "# load with: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE\n"
+      "# algorithm 0 falls back to Open MPI's own choice for that range\n",
+      best.space, best.trials, best.certified ? ", gains certified against the default" : "");
+  for (const auto& var : others) {
+    // A rules file holds only coll/tuned choices; the others stay environment variables.
+    const std::string param = [&] {
+      for (const auto& [p, v] : best.env) {
+        if (v == var) return p;
+      }
+      return std::string();
+    }();
+    if (best.export_config.contains(param)) {
+      const Json& v = best.export_config[param];
+      out += fmt::format("# also set {}={} (not part of a rules file)\n", var, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+  }
+  out += fmt::format("{}  # collectives\n", by_coll.size());
+  for (const auto& [name, f] : by_coll) {
+    out += fmt::format("{}  # collective id: {}\n", f.coll->id, name);
+    out += "1  # communicator sizes\n";
+    out += fmt::format("{}  # communicator size{}\n", ranks > 0 ? ranks : 1,
+                       ranks > 0 ? " measured (the rule also covers the other sizes)" : " (any)");
+    out += fmt::format("{}  # message size rules: min bytes, algorithm, fan in/out, segment bytes\n", best.ranges.size());
+    for (const auto& r : best.ranges) {
+      const Json& cfg = r.config;
+      int64_t alg = 0;
+      if (cfg.contains(f.algorithm)) {
+        ACCELTUNE_TRY_ASSIGN(alg, number_of(cfg[f.algorithm], *f.coll, f.algorithm));
+      }
+      const int64_t seg = integer_or_zero(cfg, f.segsize);
+      const int64_t fan = integer_or_zero(cfg, f.fanout);
+      const std::string alg_name = alg >= 0 && static_cast<size_t>(alg) < f.coll->algorithms.size()
+                                       ? f.coll->algorithms[static_cast<size_t>(alg)]
+                                       : std::to_string(alg);
+      // Choices outside coll/tuned that this range made differently: the file cannot carry them.
+      std::string also;
+      for (const auto& [p, var] : best.env) {
+        if (var.rfind(kPrefix, 0) == 0 || !cfg.contains(p)) continue;
+        if (best.export_config.contains(p) && best.export_config[p] == cfg[p]) continue;
+        also += fmt::format(" {}={}", var, cfg[p].is_string() ? cfg[p].get<std::string>() : cfg[p].dump());
+      }
+      out += fmt::format("{} {} {} {}  # [{}, {}] {}{}{}\n", r.min_bytes, alg, fan, seg, size_text(r.min_bytes),
+                         size_text(r.max_bytes), alg_name, r.is_default ? " (the default)" : "",
+                         also.empty() ? "" : ", measured with" + also);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ACCELTUNE_REGISTER(EmitterInfo, "ompi-rules",
+                   (EmitterInfo{"Open MPI coll/tuned dynamic rules file (coll_tuned_dynamic_rules_filename)",
+                                emit_ompi_rules}))
+
+}  // namespace acceltune

@@ -1,0 +1,138 @@
+// tcp-script: a tcp-stream study as a shell script of the link and TCP-stack settings that a
+// sysctl or `ip link` can make (MTU, socket buffer ceilings, autotuning limits, congestion
+// control), for a person to review and run; acceltune never runs it. Socket options that only
+// an application sets (streams, write size, nodelay, zero-copy, buffer alignment, a fixed
+// SO_SNDBUF/SO_RCVBUF) are advice in comments.
+#include <algorithm>
+
+#include "tuner/best.hpp"
+
+namespace acceltune {
+namespace {
+
+std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+int64_t int_of(const Json& config, const char* name, int64_t fallback) {
+  return config.contains(name) && config[name].is_number_integer() ? config[name].get<int64_t>() : fallback;
+}
+
+std::string range_text(const SizeRange& r) {
+  return fmt::format("[{}, {})", r.min_bytes == 0 ? "0" : format_bytes(r.min_bytes),
+                     r.max_bytes == UINT64_MAX ? "max" : format_bytes(r.max_bytes + 1));
+}
+
+std::string bytes_or_auto(int64_t b) { return b <= 0 ? "0 (autotuned)" : format_bytes(static_cast<uint64_t>(b)); }
+
+// "[0, 1M) 9000; [1M, max) 1500" for one param over the ranges.
+std::string per_range(const BestTable& best, const char* param, const std::function<std::string(const Json&)>& show) {
+  std::string out;
+  for (const auto& r : best.ranges) {
+    const Json v = r.config.contains(param) ? r.config[param] : Json(nullptr);
+    out += fmt::format("{}{} {}", out.empty() ? "" : "; ", range_text(r), v.is_null() ? "-" : show(v));
+  }
+  return out;
+}
+
+Expected<std::string> emit_tcp_script(const BestTable& best) {
+  if (best.kernel != "tcp-stream") {
+    return input_error("the tcp-script format exports tcp-stream studies; this study's kernel is '{}' (try --format json)",
+                       best.kernel);
+  }
+  if (best.trials_ok == 0) {
+    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
+  }
+  const Json& def = best.default_config;
+  const Json& cfg = best.export_config;
+  std::string o;
+  o += "#!/bin/sh\n";
+  o += fmt::format("# acceltune tcp-script: space {}, {} trials ({} ok){}.\n", best.space, best.trials, best.trials_ok,
+                   best.certified ? ", gains certified against the default" : ", gains not certified");
+  o += "# Review before running: acceltune never runs this script. It holds what `ip link` and sysctl can set;\n"
+       "# the socket options an application sets itself are advice at the end. Run it as root on both hosts.\n";
+  const bool all_default =
+      std::all_of(best.ranges.begin(), best.ranges.end(), [&](const SizeRange& r) { return r.config == best.default_config; });
+  if (all_default) o += "# No config beat the default significantly: nothing here needs changing.\n";
+  o += "#\n# Chosen per message-size range:\n";
+  for (const auto& r : best.ranges) {
+    std::string diff;
+    for (const auto& [k, v] : r.config.items()) {
+      if (def.contains(k) && def[k] == v) continue;
+      const bool bytes = k == "sndbuf" || k == "rcvbuf" || k == "write_size";
+      diff += fmt::format(" {}={}", k, bytes && v.is_number_integer() ? bytes_or_auto(v.get<int64_t>()) : text_of(v));
+    }
+    o += fmt::format("#   {}{}\n", range_text(r), diff.empty() ? " the default" : diff);
+  }
+  o += "\nset -e\n";
+
+  // The MTU: one per link, so the config chosen for the most sizes; the link name is the operator's.
+  const int64_t mtu = int_of(cfg, "mtu", 1500);
+  o += "\n# Link MTU (every hop of the path must carry it; edit IFACE, then uncomment). Chosen per range: " +
+       per_range(best, "mtu", text_of) + "\n";
+  o += fmt::format("# ip link set dev IFACE mtu {}\n", mtu);
+
+  // Socket buffers. A fixed SO_SNDBUF/SO_RCVBUF is capped at net.core.wmem_max/rmem_max (the
+  // kernel then doubles it for bookkeeping); autotuning grows up to tcp_wmem/tcp_rmem's maximum.
+  int64_t snd = 0, rcv = 0;
+  for (const auto& r : best.ranges) {
+    snd = std::max(snd, int_of(r.config, "sndbuf", 0));
+    rcv = std::max(rcv, int_of(r.config, "rcvbuf", 0));
+  }
+  o += "\n# Send buffers, chosen per range: " +
+       per_range(best, "sndbuf", [](const Json& v) { return bytes_or_auto(v.get<int64_t>()); }) + "\n";
+  if (snd > 0) {
+    o += fmt::format("# Ceiling for an application's SO_SNDBUF of {} (it may not ask for more than wmem_max):\n",
+                     format_bytes(static_cast<uint64_t>(snd)));
+    o += fmt::format("sysctl -w net.core.wmem_max={}\n", snd);
+    o += fmt::format("# Autotuning's limit, for applications that set no SO_SNDBUF: twice the size, as the kernel "
+                     "counts a fixed buffer.\nsysctl -w net.ipv4.tcp_wmem=\"4096 16384 {}\"\n", 2 * snd);
+  } else {
+    o += "# Autotuning (0) was chosen everywhere: net.core.wmem_max and net.ipv4.tcp_wmem stay as they are.\n";
+  }
+  o += "\n# Receive buffers, chosen per range: " +
+       per_range(best, "rcvbuf", [](const Json& v) { return bytes_or_auto(v.get<int64_t>()); }) + "\n";
+  if (rcv > 0) {
+    o += fmt::format("# Ceiling for an application's SO_RCVBUF of {}:\n", format_bytes(static_cast<uint64_t>(rcv)));
+    o += fmt::format("sysctl -w net.core.rmem_max={}\n", rcv);
+    o += fmt::format("# Autotuning's limit, for applications that set no SO_RCVBUF:\n"
+                     "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 {}\"\n", 2 * rcv);
+  } else {
+    o += "# Autotuning (0) was chosen everywhere: net.core.rmem_max and net.ipv4.tcp_rmem stay as they are.\n";
+  }
+
+  // Congestion control: the host-wide default for new connections (the sender's matters).
+  const std::string cc = cfg.contains("congestion") ? text_of(cfg["congestion"]) : "cubic";
+  const std::string def_cc = def.contains("congestion") ? text_of(def["congestion"]) : "cubic";
+  o += "\n# Congestion control of the sending host, chosen per range: " + per_range(best, "congestion", text_of) + "\n";
+  if (cc != def_cc) {
+    o += fmt::format("# (modprobe tcp_{} first where it is a module)\n", cc);
+    o += fmt::format("sysctl -w net.ipv4.tcp_congestion_control={}\n", cc);
+  } else {
+    o += fmt::format("# {} (the default) was chosen: net.ipv4.tcp_congestion_control stays as it is.\n", cc);
+  }
+
+  // What no sysctl sets.
+  o += "\n# Advice for the application (socket options and I/O, which no sysctl sets):\n";
+  auto advise = [&](const char* param, const std::string& what, const std::function<std::string(const Json&)>& show) {
+    if (!cfg.contains(param)) return;
+    o += fmt::format("#   {}: {}{}\n", what, per_range(best, param, show),
+                     def.contains(param) && cfg[param] == def[param] ? " (default)" : "");
+  };
+  advise("streams", "parallel connections per transfer", text_of);
+  advise("write_size", "bytes per send()/recv()", [](const Json& v) { return format_bytes(v.get<uint64_t>()); });
+  advise("nodelay", "TCP_NODELAY", text_of);
+  advise("zerocopy", "zero-copy send (none, MSG_ZEROCOPY with SO_ZEROCOPY, sendfile)", text_of);
+  advise("align", "buffer offset from a page boundary", text_of);
+  if (snd > 0 || rcv > 0) {
+    o += "#   a fixed SO_SNDBUF/SO_RCVBUF of the chosen size (setsockopt before connect/listen) pins the buffer;\n"
+         "#   without it the autotuning limits above apply.\n";
+  }
+  return o;
+}
+
+}  // namespace
+
+ACCELTUNE_REGISTER(EmitterInfo, "tcp-script",
+                   (EmitterInfo{"a tcp-stream study as a reviewed shell script of ip link / sysctl settings",
+                                emit_tcp_script}))
+
+}  // namespace acceltune

@@ -1,0 +1,66 @@
+// Export ucx-env: the UCX_* variables of the chosen config as KEY=VALUE lines, for
+// `acceltune exec --config FILE` and for a shell (`set -a; . FILE; set +a`). UCX reads these once
+// per process at ucp_init, so one value per variable: the config chosen for the most sizes, with
+// comment lines for the size ranges whose choice differs.
+#include "tuner/best.hpp"
+
+namespace acceltune {
+namespace {
+
+std::string value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string range_text(const SizeRange& r) {
+  return fmt::format("{}..{}", r.min_bytes, r.max_bytes == UINT64_MAX ? std::string("max") : std::to_string(r.max_bytes));
+}
+
+// A value a POSIX shell reads back unchanged without quotes, so the same file serves both.
+bool shell_plain(const std::string& s) {
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == ',' || c == '.' || c == ':' || c == '-' || c == '+' || c == '/' || c == '^';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Expected<std::string> emit_ucx_env(const BestTable& best) {
+  if (best.trials_ok == 0) {
+    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
+  }
+  std::vector<std::pair<std::string, std::string>> vars;  // param name, variable
+  for (const auto& [param, var] : best.env) {
+    if (var.rfind("UCX_", 0) == 0) vars.emplace_back(param, var);
+  }
+  if (vars.empty()) {
+    return input_error("space {}: no param sets a UCX_* variable; use --format env for this study", best.space);
+  }
+  std::string out = export_header(best);
+  out += "# use: acceltune exec --config THIS_FILE -- COMMAND, or in a shell: set -a; . THIS_FILE; set +a\n";
+  for (const auto& [param, var] : vars) {
+    if (!best.export_config.contains(param)) continue;
+    const std::string v = value_text(best.export_config[param]);
+    if (!shell_plain(v)) {
+      return runtime_error("space {}: the value '{}' of {} needs shell quoting, which acceltune exec would keep; "
+                           "use --format env", best.space, v, var);
+    }
+    out += fmt::format("{}={}\n", var, v);
+  }
+  for (const auto& r : best.ranges) {
+    std::string diff;
+    for (const auto& [param, var] : vars) {
+      if (r.config.contains(param) && best.export_config.contains(param) && r.config[param] != best.export_config[param]) {
+        diff += fmt::format(" {}={}", var, value_text(r.config[param]));
+      }
+    }
+    if (!diff.empty()) out += fmt::format("# bytes {} choose:{}\n", range_text(r), diff);
+  }
+  return out;
+}
+
+}  // namespace
+
+ACCELTUNE_REGISTER(EmitterInfo, "ucx-env",
+                   (EmitterInfo{"KEY=VALUE lines of the UCX_* variables (acceltune exec, or a shell with set -a)",
+                                emit_ucx_env}))
+
+}  // namespace acceltune
