@@ -1,0 +1,181 @@
+// Export format nccl-tuner: the table NCCL's example tuner plugin reads, which the acceltune
+// tuner plugin (libnccl-tuner-acceltune.so) reads too:
+//   collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff[,chunkSize]
+// one row per best-per-size range, -1 where a column is not tuned.
+#include <cstdint>
+#include <string>
+
+#include "tuner/best.hpp"
+
+namespace acceltune {
+namespace {
+
+std::string folded(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '_' || c == '-' || c == ' ') continue;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+// A value that leaves the choice to NCCL rather than naming one.
+bool leaves_choice(const Json& v) {
+  if (v.is_null()) return true;
+  // -1 is the table's wildcard; 0 channels is NCCL's own "not set".
+  if (v.is_number_integer()) return v.get<int64_t>() == -1 || v.get<int64_t>() == 0;
+  if (!v.is_string()) return false;
+  const std::string f = folded(v.get<std::string>());
+  return f.empty() || f == "auto" || f == "default";
+}
+
+// NCCL's names (NCCL_ALGO's spelling or the table's) to the table's spelling; "" when NCCL names
+// no such algorithm.
+std::string algorithm_column(const std::string& v) {
+  static const std::pair<const char*, const char*> names[] = {{"tree", "tree"},
+                                                              {"ring", "ring"},
+                                                              {"collnetdirect", "collnet_direct"},
+                                                              {"collnetchain", "collnet_chain"},
+                                                              {"nvls", "nvls"},
+                                                              {"nvlstree", "nvls_tree"},
+                                                              {"pat", "pat"}};
+  const std::string f = folded(v);
+  for (const auto& [k, col] : names) {
+    if (f == k) return col;
+  }
+  return "";
+}
+
+std::string protocol_column(const std::string& v) {
+  const std::string f = folded(v);
+  if (f == "ll" || f == "ll128" || f == "simple") return f;
+  return "";
+}
+
+std::string collective_column(const std::string& op) {
+  const std::string f = folded(op);
+  for (const char* c : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}) {
+    if (f == c) return c;
+  }
+  return "";
+}
+
+std::string count_column(const Json& space, const char* field) {
+  if (space.contains(field) && space[field].is_number_integer() && space[field].get<int64_t>() > 0) {
+    return std::to_string(space[field].get<int64_t>());
+  }
+  return "-1";
+}
+
+struct Columns {
+  std::string algorithm, protocol, channels, chunk;  // param names; empty when not tuned
+};
+
+Expected<std::string> emit_nccl_tuner(const BestTable& best) {
+  if (best.trials_ok == 0) {
+    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
+  }
+  const Json& study = best.study;
+  const Json space = study.value("space", Json::object());
+  std::string op = study.contains("workload") ? study["workload"].value("operation", "") : "";
+  if (op.empty()) op = space.value("operation", "");
+  if (op.empty()) {
+    return input_error(
+        "space {}: the nccl-tuner export needs the study's collective (study.json workload "
+        "'operation'); export from the study directory",
+        best.space);
+  }
+  const std::string collective = collective_column(op);
+  if (collective.empty()) {
+    return input_error(
+        "space {}: operation '{}' is not a collective that NCCL asks a tuner about (allreduce, "
+        "allgather, reducescatter, broadcast, reduce)",
+        best.space, op);
+  }
+  Columns col;
+  for (const auto& [param, var] : best.env) {
+    if (var == "NCCL_ALGO") col.algorithm = param;
+    if (var == "NCCL_PROTO") col.protocol = param;
+    if (var == "NCCL_MIN_NCHANNELS" || var == "NCCL_MAX_NCHANNELS") col.channels = param;
+  }
+  if (best.default_config.contains("channels")) col.channels = "channels";
+  if (best.default_config.contains("chunk_size")) col.chunk = "chunk_size";
+  if (col.algorithm.empty() && col.protocol.empty() && col.channels.empty() && col.chunk.empty()) {
+    return input_error(
+        "space {}: no param is bound to NCCL_ALGO, NCCL_PROTO or NCCL_MIN/MAX_NCHANNELS, and none is "
+        "named channels or chunk_size: there is nothing for an NCCL tuner table",
+        best.space);
+  }
+
+  auto text_of = [&](const Json& config, const std::string& param, bool* any) -> Expected<std::string> {
+    if (param.empty() || !config.contains(param) || leaves_choice(config[param])) return std::string("-1");
+    const Json& v = config[param];
+    *any = true;
+    if (param == col.algorithm || param == col.protocol) {
+      const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+      const std::string c = param == col.algorithm ? algorithm_column(s) : protocol_column(s);
+      if (c.empty()) {
+        return input_error(
+            "space {}: param '{}' holds {} '{}', which NCCL does not name (NCCL_{} takes {}); a tuner "
+            "table needs one {} per config",
+            best.space, param, param == col.algorithm ? "algorithm" : "protocol", s,
+            param == col.algorithm ? "ALGO" : "PROTO",
+            param == col.algorithm ? "Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT"
+                                   : "LL, LL128, Simple",
+            param == col.algorithm ? "algorithm" : "protocol");
+      }
+      return c;
+    }
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+      return input_error("space {}: param '{}' holds {}, not a positive count", best.space, param, v.dump());
+    }
+    return std::to_string(v.get<int64_t>());
+  };
+
+  const std::string nodes = count_column(space, "nodes");
+  std::string ranks = count_column(space, "ranks");
+  // A space may name its rank count symbolically ("ranks": "gpus"); the workload holds the count
+  // it resolved to. One rank is no collective NCCL tunes, so that stays a wildcard.
+  if (ranks == "-1" && space.contains("ranks") && study.contains("workload") &&
+      study["workload"].value("ranks", int64_t{1}) > 1) {
+    ranks = std::to_string(study["workload"]["ranks"].get<int64_t>());
+  }
+  std::string out =
+      fmt::format("# acceltune nccl-tuner table: space {}, kernel {}, {} trials{}\n", best.space, best.kernel,
+                  best.trials, best.certified ? ", gains certified against the default" : "");
+  if (study.contains("fingerprint") && study["fingerprint"].is_object() && study["fingerprint"].contains("id")) {
+    out += fmt::format("# acceltune fingerprint: {}\n", study["fingerprint"]["id"].get<std::string>());
+  }
+  out += "# NCCL_TUNER_PLUGIN=acceltune ACCELTUNE_NCCL_TUNER_TABLE=<this file> (or NCCL_TUNER_CONFIG_FILE)\n";
+  out += std::string("# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff") +
+         (col.chunk.empty() ? "" : ",chunkSize") + "\n";
+  int rows = 0;
+  for (const auto& r : best.ranges) {
+    bool any = false;
+    std::string cells[4];
+    const std::string* params[4] = {&col.algorithm, &col.protocol, &col.channels, &col.chunk};
+    for (int k = 0; k < 4; ++k) {
+      auto t = text_of(r.config, *params[k], &any);
+      if (!t) return t.error();
+      cells[k] = *t;
+    }
+    // NCCL's own choice stands where the default won (or the gain was not significant).
+    if (r.is_default || !any) {
+      out += fmt::format("# bytes {}..{}: the library default, NCCL chooses\n", r.min_bytes, r.max_bytes);
+      continue;
+    }
+    out += fmt::format("{},{},{},{},{},{},{},{},-1,-1{}\n", collective, r.min_bytes, r.max_bytes, cells[0], cells[1],
+                       cells[2], nodes, ranks, col.chunk.empty() ? "" : "," + cells[3]);
+    ++rows;
+  }
+  if (rows == 0) out += "# no range gains over the library default; the table leaves every choice to NCCL\n";
+  return out;
+}
+
+}  // namespace
+
+ACCELTUNE_REGISTER(EmitterInfo, "nccl-tuner",
+                   (EmitterInfo{"the NCCL tuner-plugin CSV (libnccl-tuner-acceltune.so, NCCL's example tuner)",
+                                emit_nccl_tuner}))
+
+}  // namespace acceltune

@@ -1,0 +1,540 @@
+// The NCCL tuner plugin, loaded with dlopen as NCCL loads it and driven through every interface
+// version it exports, and the nccl-tuner / nccl-conf exports read back by it.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/helpers.hpp"
+#include "tools/nccl-plugin/nccl_tuner_abi.h"
+#include "tuner/best.hpp"
+#include "tuner/fingerprint.hpp"
+#include "tuner/store.hpp"
+
+namespace acceltune {
+namespace {
+
+// What NCCL's logger received, for checking that problems are reported once.
+std::vector<std::pair<int, std::string>> g_log;
+
+void capture_log(acc_ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_log.emplace_back(static_cast<int>(level), buf);
+}
+
+int warnings() {
+  int n = 0;
+  for (const auto& [level, text] : g_log) n += level == ACC_NCCL_LOG_WARN ? 1 : 0;
+  return n;
+}
+
+// Distinct positive costs, with the entries NCCL would rule out on a machine without NVLS or
+// CollNet marked ignored.
+struct Costs {
+  float c[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
+  Costs() {
+    for (int a = 0; a < ACC_NCCL_NUM_ALGORITHMS; ++a) {
+      for (int p = 0; p < ACC_NCCL_NUM_PROTOCOLS; ++p) c[a][p] = 10.0f + static_cast<float>(a * 3 + p);
+    }
+    for (int a :
+         {ACC_NCCL_ALGO_COLLNET_DIRECT, ACC_NCCL_ALGO_COLLNET_CHAIN, ACC_NCCL_ALGO_NVLS, ACC_NCCL_ALGO_NVLS_TREE}) {
+      for (int p = 0; p < ACC_NCCL_NUM_PROTOCOLS; ++p) c[a][p] = ACC_NCCL_ALGO_PROTO_IGNORE;
+    }
+  }
+  bool operator==(const Costs& o) const {
+    for (int a = 0; a < ACC_NCCL_NUM_ALGORITHMS; ++a) {
+      for (int p = 0; p < ACC_NCCL_NUM_PROTOCOLS; ++p) {
+        if (c[a][p] != o.c[a][p]) return false;
+      }
+    }
+    return true;
+  }
+};
+
+struct Choice {
+  int algorithm = -1, protocol = -1, channels = 0;
+  bool operator==(const Choice& o) const {
+    return algorithm == o.algorithm && protocol == o.protocol && channels == o.channels;
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const Choice& c) {
+  return os << "{algo " << c.algorithm << ", proto " << c.protocol << ", channels " << c.channels << "}";
+}
+
+// One dlopen()ed plugin with one communicator's context, hiding how the versions differ.
+class Plugin {
+ public:
+  Plugin(int version, size_t ranks, size_t nodes) : version_(version) {
+    lib_ = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return;
+    sym_ = dlsym(lib_, ("ncclTunerPlugin_v" + std::to_string(version)).c_str());
+    if (!sym_) return;
+    acc_ncclResult_t rc = acc_ncclInternalError;
+    if (version <= 4) {
+      // v2, v3 and v4 share the layout of init.
+      rc = static_cast<const acc_ncclTuner_v2_t*>(sym_)->init(ranks, nodes, capture_log, &context_);
+    } else {
+      acc_ncclNvlDomainInfo_v5_t nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
+      acc_ncclTunerConstants_v5_t constants{};
+      const acc_ncclTunerConstants_v5_t before = constants;
+      rc = static_cast<const acc_ncclTuner_v5_t*>(sym_)->init(&context_, 42, ranks, nodes, capture_log, &nvl,
+                                                              &constants);
+      constants_untouched_ = std::memcmp(&before, &constants, sizeof constants) == 0;
+    }
+    init_ok_ = rc == acc_ncclSuccess && context_ != nullptr;
+  }
+  ~Plugin() {
+    if (sym_ && context_) {
+      if (version_ <= 4) {
+        EXPECT_EQ(static_cast<const acc_ncclTuner_v2_t*>(sym_)->destroy(context_), acc_ncclSuccess);
+      } else {
+        EXPECT_EQ(static_cast<const acc_ncclTuner_v5_t*>(sym_)->finalize(context_), acc_ncclSuccess);
+      }
+    }
+    if (lib_) dlclose(lib_);
+  }
+  bool ready() const { return lib_ && sym_ && init_ok_; }
+  std::string why() const { return lib_ ? "no symbol or init failed" : dlerror(); }
+  bool constants_untouched() const { return constants_untouched_; }
+
+  // The pair NCCL would run: for v3 and later the cheapest entry of the cost table after the
+  // call, for v2 the pair the plugin named (or none).
+  Choice decide(int coll, size_t bytes, Costs& costs, int pipe_ops = 1, int reg_buff = 0, int num_algo = 7) {
+    Choice ch;
+    acc_ncclResult_t rc = acc_ncclInternalError;
+    float** table = reinterpret_cast<float**>(costs.c);
+    const auto f = static_cast<acc_ncclFunc_t>(coll);
+    switch (version_) {
+      case 2: {
+        // As NCCL's v2 adapter derives them from the cost table.
+        const int nvls = costs.c[ACC_NCCL_ALGO_NVLS][ACC_NCCL_PROTO_SIMPLE] >= 0 ||
+                         costs.c[ACC_NCCL_ALGO_NVLS_TREE][ACC_NCCL_PROTO_SIMPLE] >= 0;
+        const int collnet = costs.c[ACC_NCCL_ALGO_COLLNET_CHAIN][ACC_NCCL_PROTO_SIMPLE] >= 0;
+        rc = static_cast<const acc_ncclTuner_v2_t*>(sym_)->getCollInfo(context_, f, bytes, collnet, nvls, pipe_ops,
+                                                                       &ch.algorithm, &ch.protocol, &ch.channels);
+        break;
+      }
+      case 3:
+        rc = static_cast<const acc_ncclTuner_v3_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
+                                                                       &ch.channels);
+        break;
+      case 4:
+        rc = static_cast<const acc_ncclTuner_v4_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
+                                                                       reg_buff, &ch.channels);
+        break;
+      case 5:
+        rc = static_cast<const acc_ncclTuner_v5_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
+                                                                       reg_buff, &ch.channels);
+        break;
+      default:
+        rc = static_cast<const acc_ncclTuner_v6_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
+                                                                       reg_buff, &ch.channels);
+    }
+    EXPECT_EQ(rc, acc_ncclSuccess);
+    if (version_ >= 3) {
+      for (int a = 0; a < ACC_NCCL_NUM_ALGORITHMS; ++a) {
+        for (int p = 0; p < ACC_NCCL_NUM_PROTOCOLS; ++p) {
+          if (costs.c[a][p] == 0.0f) ch.algorithm = a, ch.protocol = p;
+        }
+      }
+    }
+    return ch;
+  }
+
+  // The chunk size after getChunkSize (v6), starting from NCCL's `computed`.
+  size_t chunk(int coll, size_t bytes, int algorithm, int protocol, size_t computed) {
+    size_t c = computed;
+    const auto* v6 = static_cast<const acc_ncclTuner_v6_t*>(sym_);
+    EXPECT_NE(v6->getChunkSize, nullptr);
+    EXPECT_EQ(v6->getChunkSize(context_, static_cast<acc_ncclFunc_t>(coll), bytes, algorithm, protocol, 8, &c),
+              acc_ncclSuccess);
+    return c;
+  }
+
+ private:
+  int version_;
+  void* lib_ = nullptr;
+  const void* sym_ = nullptr;
+  void* context_ = nullptr;
+  bool init_ok_ = false;
+  bool constants_untouched_ = true;
+};
+
+// Points the plugin at a table for the lifetime of the object.
+class TableFile {
+ public:
+  explicit TableFile(const std::string& text) {
+    test::write_file(dir_ / "table.csv", text);
+    setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir_ / "table.csv").c_str(), 1);
+    unsetenv("NCCL_TUNER_CONFIG_FILE");
+    g_log.clear();
+  }
+  ~TableFile() { unsetenv("ACCELTUNE_NCCL_TUNER_TABLE"); }
+  std::string path() const { return (dir_ / "table.csv").string(); }
+
+ private:
+  test::TempDir dir_;
+};
+
+constexpr int kTree = ACC_NCCL_ALGO_TREE, kRing = ACC_NCCL_ALGO_RING, kPat = ACC_NCCL_ALGO_PAT;
+constexpr int kLL = ACC_NCCL_PROTO_LL, kLL128 = ACC_NCCL_PROTO_LL128, kSimple = ACC_NCCL_PROTO_SIMPLE;
+constexpr int kAllReduce = acc_ncclFuncAllReduce, kAllGather = acc_ncclFuncAllGather;
+constexpr int kBroadcast = acc_ncclFuncBroadcast, kReduce = acc_ncclFuncReduce;
+constexpr int kReduceScatter = acc_ncclFuncReduceScatter;
+
+// Row order matters: the first matching row wins, as in NCCL's example tuner.
+const char* kTable = R"(# acceltune nccl-tuner table
+collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff,chunkSize
+allreduce,0,65535,tree,simple,2,-1,-1,2,-1
+allreduce,0,65535,ring,ll,4,-1,-1
+allreduce,65536,1048575,tree,ll128,8,-1,-1
+allreduce,1048576,18446744073709551615,ring,simple,16,-1,-1,-1,-1,524288
+allgather,0,1000,nvls,simple,-1,-1,-1
+allgather,0,1000,pat,simple,2,-1,-1
+allgather,2000,3000,ring,ll,6,-1,-1,-1,1
+broadcast,0,4096,tree,ll,3,2,-1
+reduce,0,4096,Ring,LL,5,-1,16
+reducescatter,0,100,-1,ll128,-1,-1,-1
+)";
+
+class EveryVersion : public ::testing::TestWithParam<int> {};
+
+TEST(NcclPlugin, ExportsEveryInterfaceVersion) {
+  void* lib = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  for (int v = 2; v <= 6; ++v) {
+    const auto* sym =
+        static_cast<const acc_ncclTuner_v2_t*>(dlsym(lib, ("ncclTunerPlugin_v" + std::to_string(v)).c_str()));
+    ASSERT_NE(sym, nullptr) << "v" << v;
+    EXPECT_STREQ(sym->name, "acceltune");
+  }
+  const auto* v6 = static_cast<const acc_ncclTuner_v6_t*>(dlsym(lib, "ncclTunerPlugin_v6"));
+  EXPECT_NE(v6->getChunkSize, nullptr);
+  // Nothing of the implementation leaks into NCCL's namespace.
+  EXPECT_EQ(
+      dlsym(lib, "_ZN9acceltune11nccl_plugin11parse_tableERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),
+      nullptr);
+  dlclose(lib);
+}
+
+TEST_P(EveryVersion, ChoosesByCollectiveSizeAndTopology) {
+  const int v = GetParam();
+  TableFile table(kTable);
+  Plugin p(v, 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  EXPECT_TRUE(p.constants_untouched());
+  EXPECT_EQ(warnings(), 0);
+
+  auto decide = [&](int coll, size_t bytes, int pipe_ops = 1, int reg_buff = 0) {
+    Costs c;
+    const Costs before = c;
+    Choice ch = p.decide(coll, bytes, c, pipe_ops, reg_buff);
+    // Entries NCCL ignored stay ignored, and at most one entry changed.
+    int changed = 0;
+    for (int a = 0; a < ACC_NCCL_NUM_ALGORITHMS; ++a) {
+      for (int q = 0; q < ACC_NCCL_NUM_PROTOCOLS; ++q) {
+        if (before.c[a][q] < 0) {
+          EXPECT_EQ(c.c[a][q], ACC_NCCL_ALGO_PROTO_IGNORE) << "v" << v << " [" << a << "][" << q << "]";
+        }
+        changed += c.c[a][q] != before.c[a][q] ? 1 : 0;
+      }
+    }
+    EXPECT_LE(changed, 1);
+    return ch;
+  };
+  // Inside, at both edges of, and between the allreduce ranges.
+  EXPECT_EQ(decide(kAllReduce, 0), (Choice{kRing, kLL, 4}));
+  EXPECT_EQ(decide(kAllReduce, 4096), (Choice{kRing, kLL, 4}));
+  EXPECT_EQ(decide(kAllReduce, 65535), (Choice{kRing, kLL, 4}));
+  EXPECT_EQ(decide(kAllReduce, 65536), (Choice{kTree, kLL128, 8}));
+  EXPECT_EQ(decide(kAllReduce, 1048575), (Choice{kTree, kLL128, 8}));
+  EXPECT_EQ(decide(kAllReduce, 1048576), (Choice{kRing, kSimple, 16}));
+  EXPECT_EQ(decide(kAllReduce, SIZE_MAX), (Choice{kRing, kSimple, 16}));
+  // A row for a pipeline of two operations comes first and wins only there.
+  EXPECT_EQ(decide(kAllReduce, 100, 2), (Choice{kTree, kSimple, 2}));
+  // NVLS is ignored on this machine, so the next matching row (PAT) applies; outside every row
+  // NCCL's choice stands.
+  EXPECT_EQ(decide(kAllGather, 500), (Choice{kPat, kSimple, 2}));
+  EXPECT_EQ(decide(kAllGather, 1001), (Choice{}));
+  EXPECT_EQ(decide(kAllGather, 5000), (Choice{}));
+  // The row for registered buffers: v2 and v3 are not told, so it does not apply there.
+  EXPECT_EQ(decide(kAllGather, 2500, 1, 1), v >= 4 ? (Choice{kRing, kLL, 6}) : Choice{});
+  EXPECT_EQ(decide(kAllGather, 2500, 1, 0), (Choice{}));
+  // Rows for other topologies: broadcast only for 2 nodes, reduce for 16 ranks.
+  EXPECT_EQ(decide(kBroadcast, 100), (Choice{}));
+  EXPECT_EQ(decide(kReduce, 100), (Choice{}));
+  // A protocol without an algorithm: the cheapest eligible algorithm with LL128 (tree here).
+  // v2 cannot name half a pair, so NCCL decides there.
+  EXPECT_EQ(decide(kReduceScatter, 50), v >= 3 ? (Choice{kTree, kLL128, 0}) : Choice{});
+}
+
+TEST_P(EveryVersion, RowsForThisTopologyApply) {
+  TableFile table(kTable);
+  Plugin two_nodes(GetParam(), 16, 2);
+  ASSERT_TRUE(two_nodes.ready()) << two_nodes.why();
+  Costs c1;
+  EXPECT_EQ(two_nodes.decide(kBroadcast, 4096, c1), (Choice{kTree, kLL, 3}));
+  Costs c2;
+  EXPECT_EQ(two_nodes.decide(kReduce, 4096, c2), (Choice{kRing, kLL, 5}));
+  Costs c3;
+  EXPECT_EQ(two_nodes.decide(kReduce, 4097, c3), (Choice{}));
+}
+
+// The versions with a cost table are told how many algorithms this NCCL has.
+TEST(NcclPlugin, AlgorithmsBeyondThisNcclAreNotChosen) {
+  TableFile table("allgather,0,1000,pat,simple,2,-1,-1\nallgather,0,1000,ring,ll128,3,-1,-1\n");
+  for (int v = 3; v <= 6; ++v) {
+    Plugin p(v, 8, 1);
+    ASSERT_TRUE(p.ready()) << p.why();
+    Costs c;
+    // An NCCL with six algorithms (before PAT): the PAT row is skipped, the next one applies.
+    EXPECT_EQ(p.decide(kAllGather, 10, c, 1, 0, 6), (Choice{kRing, kLL128, 3})) << "v" << v;
+    Costs all;
+    EXPECT_EQ(p.decide(kAllGather, 10, all), (Choice{kPat, kSimple, 2})) << "v" << v;
+  }
+}
+
+TEST_P(EveryVersion, ABadTableIsReportedOnceAndChangesNothing) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"allreduce,0,abc,ring,ll,4,-1,-1\n", "line 1: max_bytes 'abc'"},
+      {"# ok\nallreduce,0,100,ring,ll,4,-1,-1\nallreduce,0,100,fastest,ll,4,-1,-1\n", "line 3: unknown algorithm"},
+      {"allreduce,0,100,ring,ll\n", "expected 8 to 11"},
+      {"alltoall,0,100,ring,ll,4,-1,-1\n", "unknown collective 'alltoall'"},
+      {"allreduce,100,0,ring,ll,4,-1,-1\n", "min_bytes is larger"},
+      {"allreduce,0,100,ring,ll,4,4,-1\n", "none of its 1 rows is for 1 nodes"},
+      {std::string("\x7f"
+                   "ELF\x02\x01\x01",
+                   7) +
+           "\n",
+       "line 1"},
+  };
+  for (const auto& [text, message] : cases) {
+    TableFile table(text);
+    Plugin p(GetParam(), 8, 1);
+    ASSERT_TRUE(p.ready()) << p.why();
+    for (int i = 0; i < 100; ++i) {
+      Costs c;
+      const Costs before = c;
+      EXPECT_EQ(p.decide(kAllReduce, static_cast<size_t>(i), c), (Choice{})) << text;
+      EXPECT_TRUE(c == before) << text;
+    }
+    ASSERT_EQ(warnings(), 1) << text;
+    std::string warned;
+    for (const auto& [level, t] : g_log) {
+      if (level == ACC_NCCL_LOG_WARN) warned = t;
+    }
+    EXPECT_NE(warned.find(message), std::string::npos) << warned;
+    EXPECT_NE(warned.find("NCCL chooses"), std::string::npos) << warned;
+  }
+}
+
+TEST_P(EveryVersion, AMissingTableIsReportedOnce) {
+  test::TempDir dir;
+  setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / "absent.csv").c_str(), 1);
+  g_log.clear();
+  {
+    Plugin p(GetParam(), 8, 1);
+    ASSERT_TRUE(p.ready()) << p.why();
+    Costs c;
+    EXPECT_EQ(p.decide(kAllReduce, 4096, c), (Choice{}));
+    ASSERT_EQ(warnings(), 1);
+    EXPECT_NE(g_log.back().second.find("absent.csv cannot be read"), std::string::npos) << g_log.back().second;
+  }
+  // Neither variable set: said once, at the informational level, and NCCL decides.
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
+  unsetenv("NCCL_TUNER_CONFIG_FILE");
+  g_log.clear();
+  Plugin p(GetParam(), 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 4096, c), (Choice{}));
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_EQ(g_log[0].first, ACC_NCCL_LOG_INFO);
+}
+
+TEST_P(EveryVersion, ReadsTheExampleTunersVariable) {
+  test::TempDir dir;
+  test::write_file(dir / "nccl_tuner.conf", "allreduce,0,1000,tree,ll,7,-1,-1\n");
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
+  setenv("NCCL_TUNER_CONFIG_FILE", (dir / "nccl_tuner.conf").c_str(), 1);
+  Plugin p(GetParam(), 8, 1);
+  unsetenv("NCCL_TUNER_CONFIG_FILE");
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 10, c), (Choice{kTree, kLL, 7}));
+}
+
+INSTANTIATE_TEST_SUITE_P(NcclPlugin, EveryVersion, ::testing::Values(2, 3, 4, 5, 6),
+                         [](const auto& tp) { return "v" + std::to_string(tp.param); });
+
+TEST(NcclPlugin, ChunkSizeFromTheTable) {
+  TableFile table(kTable);
+  Plugin p(6, 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kRing, kSimple, 131072), 524288u);
+  EXPECT_EQ(p.chunk(kAllReduce, 1048576, kRing, kSimple, 131072), 524288u);
+  // Another pair than the row's, a row without a chunk size, or no row: NCCL's value stands.
+  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kTree, kSimple, 131072), 131072u);
+  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kLL, 131072), 131072u);
+  EXPECT_EQ(p.chunk(kAllGather, 1 << 30, kRing, kSimple, 131072), 131072u);
+}
+
+// A study directory written through the project's own code: four sizes, three ranges, the last
+// one where the default won.
+void write_study(const std::filesystem::path& dir, const Json& small, const Json& mid, bool certified = true) {
+  BestTable b;
+  b.space = "nccl-allreduce";
+  b.kernel = "nccl";
+  b.unit = "GB/s";
+  b.trials = 20;
+  b.trials_ok = 20;
+  b.overall_trial = 3;
+  b.certified = certified;
+  b.env = {{"algo", "NCCL_ALGO"}, {"proto", "NCCL_PROTO"}, {"buffsize", "NCCL_BUFFSIZE"}};
+  b.default_config = Json{{"algo", "auto"}, {"proto", "auto"}, {"channels", 0}, {"buffsize", 4194304}};
+  const std::vector<std::pair<uint64_t, Json>> chosen = {
+      {4096, small}, {65536, small}, {1048576, mid}, {16777216, b.default_config}};
+  for (const auto& [bytes, config] : chosen) {
+    SizeBest s;
+    s.bytes = bytes;
+    s.best_trial = 3;
+    s.best_config = config;
+    s.chosen_config = config;
+    s.chosen_is_default = config == b.default_config;
+    s.best_value = 10;
+    s.default_value = 5;
+    s.ratio = 2;
+    b.sizes.push_back(s);
+  }
+  finish_ranges(b);
+  Json study = Json::object();
+  study["format"] = "acceltune-study/1";
+  study["space"] =
+      Json{{"name", b.space}, {"kernel", "nccl"}, {"operation", "allreduce"}, {"nodes", 1}, {"ranks", "gpus"}};
+  // The space names its rank count symbolically; the workload holds what it resolved to.
+  study["workload"] =
+      Json{{"kernel", "nccl"}, {"operation", "allreduce"}, {"sizes", {4096, 65536, 1048576, 16777216}}, {"ranks", 8}};
+  study["fingerprint"] = probe_fingerprint();
+  auto store = open_store("dir", dir.string());
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE((*store)->create(study)) << "create";
+  ASSERT_TRUE((*store)->write_best(b.to_json())) << "write_best";
+}
+
+TEST(NcclPlugin, ExportedTableRoundTrips) {
+  test::TempDir dir;
+  write_study(dir / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 4194304}},
+              Json{{"algo", "Tree"}, {"proto", "LL128"}, {"channels", 12}, {"buffsize", 8388608}});
+  auto r = test::run_cli({"export", "study", "--format", "nccl-tuner", "-o", "table.csv"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = test::read_file(dir / "table.csv");
+  EXPECT_NE(text.find("allreduce,0,1048575,ring,ll,4,1,8,-1,-1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("allreduce,1048576,16777215,tree,ll128,12,1,8,-1,-1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# bytes 16777216..18446744073709551615: the library default"), std::string::npos) << text;
+  EXPECT_NE(text.find("# acceltune fingerprint: " + probe_fingerprint()["id"].get<std::string>()), std::string::npos);
+
+  setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / "table.csv").c_str(), 1);
+  for (int v = 2; v <= 6; ++v) {
+    g_log.clear();
+    Plugin p(v, 8, 1);
+    ASSERT_TRUE(p.ready()) << p.why();
+    EXPECT_EQ(warnings(), 0) << (g_log.empty() ? "" : g_log.back().second);
+    const std::vector<std::pair<size_t, Choice>> expect = {{0, {kRing, kLL, 4}},
+                                                           {4096, {kRing, kLL, 4}},
+                                                           {1048575, {kRing, kLL, 4}},
+                                                           {1048576, {kTree, kLL128, 12}},
+                                                           {16777215, {kTree, kLL128, 12}},
+                                                           {16777216, {}},
+                                                           {SIZE_MAX, {}}};
+    for (const auto& [bytes, want] : expect) {
+      Costs c;
+      EXPECT_EQ(p.decide(kAllReduce, bytes, c), want) << "v" << v << " at " << bytes;
+    }
+    // The table is for 1 node and 8 ranks: another communicator gets NCCL's choice.
+    Plugin other(v, 16, 2);
+    Costs c;
+    EXPECT_EQ(other.decide(kAllReduce, 4096, c), (Choice{})) << "v" << v;
+    Costs g;
+    EXPECT_EQ(p.decide(kAllGather, 4096, g), (Choice{})) << "v" << v;
+  }
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
+
+  // nccl-conf: NCCL_ lines of the config chosen for the most sizes, and the fingerprint.
+  auto conf = test::run_cli({"export", "study", "--format", "nccl-conf"}, dir.path());
+  ASSERT_EQ(conf.exit_code, 0) << conf.err;
+  EXPECT_NE(conf.out.find("NCCL_ALGO=Ring\n"), std::string::npos) << conf.out;
+  EXPECT_NE(conf.out.find("NCCL_PROTO=LL\n"), std::string::npos) << conf.out;
+  EXPECT_NE(conf.out.find("NCCL_BUFFSIZE=4194304\n"), std::string::npos) << conf.out;
+  EXPECT_NE(conf.out.find("# acceltune fingerprint: " + probe_fingerprint()["id"].get<std::string>()),
+            std::string::npos);
+  for (const auto& line : test::lines_of(conf.out)) {
+    EXPECT_TRUE(line.empty() || line[0] == '#' || line.rfind("NCCL_", 0) == 0) << line;
+  }
+}
+
+TEST(NcclPlugin, ExportRefusesWhatNcclDoesNotName) {
+  test::TempDir dir;
+  write_study(dir / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}},
+              Json{{"algo", "Butterfly"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}});
+  auto r = test::run_cli({"export", "study", "--format", "nccl-tuner", "-o", "t.csv"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'Butterfly'"), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.csv"));
+
+  test::TempDir dir2;
+  write_study(dir2 / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}},
+              Json{{"algo", "Ring"}, {"proto", "Fast"}, {"channels", 4}, {"buffsize", 1}});
+  auto r2 = test::run_cli({"export", "study", "--format", "nccl-tuner"}, dir2.path());
+  EXPECT_EQ(r2.exit_code, 2);
+  EXPECT_NE(r2.err.find("'Fast'"), std::string::npos) << r2.err;
+}
+
+TEST(NcclPlugin, ReplayStudyExportsAndLoads) {
+  // A real search on a recorded landscape whose params are bound as the NCCL spaces bind them.
+  test::TempDir dir;
+  std::string csv = "algo,proto,channels,objective\n";
+  for (const char* a : {"Ring", "Tree"}) {
+    for (const char* p : {"Simple", "LL", "LL128"}) {
+      for (int ch : {2, 4, 8}) {
+        double v = 10 + (std::string(a) == "Tree" ? 5 : 0) + (std::string(p) == "LL128" ? 3 : 0) + ch;
+        csv += fmt::format("{},{},{},{}\n", a, p, ch, v);
+      }
+    }
+  }
+  test::write_file(dir / "land.csv", csv);
+  test::write_file(dir / "space.json", R"({
+      "name": "nccl-land", "kernel": "replay", "operation": "allreduce", "landscape": "land.csv",
+      "nodes": 1, "ranks": 4, "sizes": ["64K", "1M"],
+      "params": [
+        {"name": "algo", "kind": "categorical", "values": ["Ring", "Tree"], "default": "Ring", "env": "NCCL_ALGO"},
+        {"name": "proto", "kind": "categorical", "values": ["Simple", "LL", "LL128"], "default": "Simple",
+         "env": "NCCL_PROTO"},
+        {"name": "channels", "kind": "ordinal", "values": [2, 4, 8], "default": 2}]})");
+  auto s = test::run_cli({"search", "--space", "space.json", "--strategy", "grid", "--out", "s"}, dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto e = test::run_cli({"export", "s", "--format", "nccl-tuner", "-o", "t.csv"}, dir.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const std::string text = test::read_file(dir / "t.csv");
+  EXPECT_NE(text.find("allreduce,0,18446744073709551615,tree,ll128,8,1,4,-1,-1\n"), std::string::npos) << text;
+  setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / "t.csv").c_str(), 1);
+  Plugin p(5, 4, 1);
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 1 << 20, c), (Choice{kTree, kLL128, 8}));
+}
+
+}  // namespace
+}  // namespace acceltune
