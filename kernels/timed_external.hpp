@@ -50,13 +50,7 @@ inline Measurement measure_external(uint64_t bytes, const std::function<Expected
     spent_seconds += *t;
     m.samples_seconds.push_back(*t / static_cast<double>(m.runs_per_sample));
     const int n = static_cast<int>(m.samples_seconds.size());
-    if (n >= s.min_samples) {
-      std::vector<double> sorted = m.samples_seconds;
-      std::sort(sorted.begin(), sorted.end());
-      auto [lo, hi] = median_ci_ranks(sorted.size());
-      const double med = quantile(sorted, 0.5);
-      if ((sorted[hi] - sorted[lo]) / (2.0 * med) <= s.target_rel_halfwidth) break;
-    }
+    if (n >= s.min_samples && median_is_tight(m.samples_seconds, s.target_rel_halfwidth)) break;
     if ((spent_seconds >= max_seconds || wall_seconds() >= 3 * max_seconds) && n >= 2) break;
   }
   finish_bandwidth(m);

@@ -142,6 +142,14 @@ void finish_bandwidth(Measurement& m) {
   }
 }
 
+bool median_is_tight(const std::vector<double>& samples, double target_rel_halfwidth) {
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  auto [lo, hi] = median_ci_ranks(sorted.size());
+  const double med = quantile(sorted, 0.5);
+  return (sorted[hi] - sorted[lo]) / (2.0 * med) <= target_rel_halfwidth;
+}
+
 Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, const MeasureSettings& s) {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
@@ -169,13 +177,7 @@ Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, cons
     auto b = clock::now();
     m.samples_seconds.push_back(seconds(b - a) / static_cast<double>(m.runs_per_sample));
     const int n = static_cast<int>(m.samples_seconds.size());
-    if (n >= s.min_samples) {
-      std::vector<double> sorted = m.samples_seconds;
-      std::sort(sorted.begin(), sorted.end());
-      auto [lo, hi] = median_ci_ranks(sorted.size());
-      const double med = quantile(sorted, 0.5);
-      if ((sorted[hi] - sorted[lo]) / (2.0 * med) <= s.target_rel_halfwidth) break;
-    }
+    if (n >= s.min_samples && median_is_tight(m.samples_seconds, s.target_rel_halfwidth)) break;
     if (seconds(b - start) >= max_seconds && n >= 2) break;
   }
   finish_bandwidth(m);

@@ -60,6 +60,10 @@ double quantile(std::vector<double> xs, double q);
 // approximation), as indices into the sorted sample.
 std::pair<size_t, size_t> median_ci_ranks(size_t n);
 
+// The stopping rule: the 95% interval of the median of these samples is within `target` (a
+// fraction of the median) either side. Shared by every driver of repetitions.
+bool median_is_tight(const std::vector<double>& samples, double target_rel_halfwidth);
+
 // Times `run` (one repetition of the timed region) and fills a Measurement whose value is
 // GB/s for `bytes` moved per run. `run` must not allocate or validate; do that outside.
 Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, const MeasureSettings& s);
