@@ -450,7 +450,11 @@ TEST_F(TcpStreamNetns, WithoutRootNetnsIsOneLine) {
   }
   test::TempDir dir;
   ::chmod(dir.path().c_str(), 0777);
-  auto r = run_cli({"bench", "--space", "tcp-stream", "--netns"}, dir.path(), drop);
+  // A copy the user nobody can read wherever the source tree lives.
+  const auto shipped = std::filesystem::path(__FILE__).parent_path().parent_path() / "spaces" / "tcp-stream.json";
+  test::write_file(dir / "tcp-stream.json", test::read_file(shipped));
+  ::chmod((dir / "tcp-stream.json").c_str(), 0644);
+  auto r = run_cli({"bench", "--space", (dir / "tcp-stream.json").string(), "--netns"}, dir.path(), drop);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
