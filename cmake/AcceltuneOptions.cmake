@@ -57,3 +57,11 @@ function(acceltune_warnings TARGET)
     target_compile_options(${TARGET} PRIVATE -Werror)
   endif()
 endfunction()
+
+# Adds SOURCES to TARGET with the include directories and link libraries that pkg-config found
+# for ACCELTUNE_<PKG> (UCX, VERBS, HWLOC).
+function(acceltune_pkg_sources TARGET PKG)
+  target_sources(${TARGET} PRIVATE ${ARGN})
+  target_include_directories(${TARGET} PRIVATE ${ACCELTUNE_${PKG}_INCLUDE_DIRS})
+  target_link_libraries(${TARGET} PUBLIC ${ACCELTUNE_${PKG}_LINK_LIBRARIES})
+endfunction()

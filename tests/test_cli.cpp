@@ -68,7 +68,7 @@ TEST(Cli, ProbeJson) {
   EXPECT_EQ(j["id"].get<std::string>().size(), 12u);
   auto human = run_cli({"probe"});
   EXPECT_EQ(human.exit_code, 0);
-  EXPECT_NE(human.out.find("cpu"), std::string::npos);
+  EXPECT_NE(human.out.find("CPU"), std::string::npos);
 }
 
 TEST(Cli, SpacesListsTheShippedDefault) {

@@ -75,5 +75,7 @@ void add_best_command(CLI::App& app, CommandList& list);
 void add_export_command(CLI::App& app, CommandList& list);
 void add_exec_command(CLI::App& app, CommandList& list);
 void add_serve_command(CLI::App& app, CommandList& list);
+void add_compare_command(CLI::App& app, CommandList& list);
+void add_report_command(CLI::App& app, CommandList& list);
 
 }  // namespace acceltune::cli

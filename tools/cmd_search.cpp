@@ -73,6 +73,9 @@ struct SearchArgs {
   PlacementArgs placement;
   double target = 0.02;
   double max_seconds = 0.5;
+  bool no_telemetry = false;
+  double thermal_limit = 85;
+  double thermal_wait = 120;
 };
 
 int cmd_search(const SearchArgs& a) {
@@ -167,6 +170,12 @@ int cmd_search(const SearchArgs& a) {
   o.on_warning = [&](const std::string& w) {
     std::fprintf(stderr, "%sacceltune: warning: %s\n", tty ? "\r\033[K" : "", w.c_str());
   };
+  o.telemetry.enabled = !a.no_telemetry;
+  o.telemetry.thermal_limit_c = a.thermal_limit;
+  o.telemetry.thermal_wait_max_seconds = a.thermal_wait;
+  o.telemetry.on_note = [tty](const std::string& line) {
+    std::fprintf(stderr, "%sacceltune: %s\n", tty ? "\r\033[K" : "", line.c_str());
+  };
 
   if (tty) {
     std::fprintf(stderr, "acceltune: space %s (%llu valid configs), kernel %s, strategy %s, budget %lld%s, sizes %s\n",
@@ -242,6 +251,17 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "console detail: error, warn (failed trials; default), info (every trial), debug (every event); "
                      "every event is also written to DIR/events.jsonl");
   search->footer("Example: acceltune search --space host-copy --budget 40 --sizes 64K,16M --out study1");
+  search->add_flag("--no-telemetry", sa.no_telemetry,
+                   "record no telemetry (CPU load and frequency, NIC bytes, GPU temperature, power and clocks) "
+                   "around trials, and no thermal guard");
+  search->add_option("--thermal-limit", sa.thermal_limit,
+                     "before a trial, wait while a GPU is above this many degrees C, and mark trials measured above "
+                     "it or while throttled; 0: off; acts only where GPU temperatures are readable (default 85)")
+      ->check(CLI::Range(0.0, 200.0));
+  search->add_option("--thermal-wait", sa.thermal_wait,
+                     "the longest wait for a hot GPU before a trial, in seconds; then it is measured and marked "
+                     "(default 120)")
+      ->check(CLI::Range(0.0, 3600.0));
   add_placement_options(search, sa.placement);
   list.add(search, [args, seed_opt] {
     args->seed_given = seed_opt->count() > 0;

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   add_export_command(app, list);
   add_exec_command(app, list);
   add_serve_command(app, list);
+  add_compare_command(app, list);
+  add_report_command(app, list);
 
   try {
     app.parse(argc, argv);

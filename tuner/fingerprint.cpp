@@ -4,12 +4,16 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <exception>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include "tuner/strategy.hpp"
+#include <vector>
 
 #ifndef ACCELTUNE_VERSION
 #define ACCELTUNE_VERSION "0.0.0"
@@ -18,6 +22,23 @@
 namespace acceltune {
 
 std::string acceltune_version() { return ACCELTUNE_VERSION; }
+
+namespace fs = std::filesystem;
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\n' || line.back() == '\r' || line.back() == '\t')) {
+    line.pop_back();
+  }
+  return line;
+}
+
+void add_probe_note(Json& probe, const std::string& section, const std::string& text) {
+  if (!probe.contains("notes") || !probe["notes"].is_array()) probe["notes"] = Json::array();
+  probe["notes"].push_back(section + ": " + text);
+}
 
 namespace {
 
@@ -37,7 +58,167 @@ std::string read_first(const std::string& path, const std::string& prefix) {
   return "";
 }
 
+// "0-3,8-11" -> 8
+int64_t count_cpu_list(const std::string& list) {
+  int64_t n = 0;
+  std::istringstream in(list);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (part.empty()) continue;
+    const auto dash = part.find('-');
+    try {
+      if (dash == std::string::npos) {
+        std::stoi(part);
+        ++n;
+      } else {
+        n += std::stoi(part.substr(dash + 1)) - std::stoi(part.substr(0, dash)) + 1;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return n;
+}
+
+int64_t to_int(const std::string& s, int64_t fallback = -1) {
+  try {
+    return s.empty() ? fallback : std::stoll(s);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+// Sockets and physical cores from the sysfs CPU topology (each logical CPU names its package
+// and core); hwloc, where built, gives the same numbers and overrides them.
+void fill_cpu_topology(Json& cpu) {
+  std::set<int64_t> packages;
+  std::set<std::pair<int64_t, int64_t>> cores;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3]))) continue;
+    const int64_t pkg = to_int(read_first_line((e.path() / "topology/physical_package_id").string()));
+    const int64_t core = to_int(read_first_line((e.path() / "topology/core_id").string()));
+    if (pkg < 0 || core < 0) continue;
+    packages.insert(pkg);
+    cores.insert({pkg, core});
+  }
+  cpu["sockets"] = packages.empty() ? Json(nullptr) : Json(packages.size());
+  cpu["cores"] = cores.empty() ? Json(nullptr) : Json(cores.size());
+  cpu["topology_source"] = "sysfs";
+}
+
+Json numa_from_sysfs() {
+  Json nodes = Json::array();
+  std::error_code ec;
+  std::vector<std::pair<int64_t, fs::path>> found;
+  for (const auto& e : fs::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) != 0 || name.size() < 5 || !std::isdigit(static_cast<unsigned char>(name[4]))) continue;
+    found.emplace_back(to_int(name.substr(4)), e.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (const auto& [index, path] : found) {
+    // "Node 0 MemTotal:       32791248 kB"
+    std::ifstream in(path / "meminfo");
+    int64_t kb = -1;
+    for (std::string line; std::getline(in, line);) {
+      const auto at = line.find("MemTotal:");
+      if (at == std::string::npos) continue;
+      kb = to_int(line.substr(at + 9));
+      break;
+    }
+    const std::string cpus = read_first_line((path / "cpulist").string());
+    nodes.push_back(Json{{"node", index},
+                         {"memory_bytes", kb >= 0 ? Json(kb * 1024) : Json(nullptr)},
+                         {"cpus", cpus},
+                         {"cpu_count", count_cpu_list(cpus)}});
+  }
+  return nodes;
+}
+
+int64_t gib(const Json& bytes) {
+  if (!bytes.is_number()) return -1;
+  return std::llround(bytes.get<double>() / (1024.0 * 1024.0 * 1024.0));
+}
+
+Json field(const Json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) ? obj[key] : Json(nullptr);
+}
+
+// The sections a full build registers, and what their absence means.
+const std::vector<std::pair<std::string, std::string>>& expected_sections() {
+  static const std::vector<std::pair<std::string, std::string>> s = {
+      {"topology", "this build has no hwloc (libhwloc-dev); sockets, cores and NUMA nodes come from /sys, and "
+                   "GPU and NIC affinity is not known"},
+      {"nics", "this build has no NIC probe"},
+      {"rdma", "this build has no libibverbs (ACCELTUNE_WITH_VERBS=OFF); RDMA devices are not listed"},
+      {"gpus", "this build has no GPU probe"},
+      {"versions", "this build has no library version probe"},
+  };
+  return s;
+}
+
 }  // namespace
+
+Json fingerprint_fields(const Json& probe) {
+  Json f = Json::object();
+  const Json cpu = field(probe, "cpu");
+  f["cpu"] = Json{{"model", field(cpu, "model")},
+                  {"sockets", field(cpu, "sockets")},
+                  {"cores", field(cpu, "cores")},
+                  {"logical_cores", field(cpu, "logical_cores")},
+                  {"machine", field(field(probe, "os"), "machine")}};
+  f["memory_gib"] = gib(field(probe, "memory_bytes"));
+  Json numa = Json::array();
+  for (const auto& n : field(probe, "numa").is_array() ? probe["numa"] : Json::array()) {
+    numa.push_back(Json{{"memory_gib", gib(field(n, "memory_bytes"))}, {"cpu_count", field(n, "cpu_count")}});
+  }
+  f["numa"] = numa;
+  std::vector<Json> nics;
+  for (const auto& n : field(probe, "nics").is_array() ? probe["nics"] : Json::array()) {
+    if (field(n, "virtual") == Json(true)) continue;
+    nics.push_back(Json{{"driver", field(n, "driver")}, {"speed_mbps", field(n, "speed_mbps")}, {"mtu", field(n, "mtu")}});
+  }
+  std::sort(nics.begin(), nics.end(), [](const Json& a, const Json& b) { return a.dump() < b.dump(); });
+  f["nics"] = Json(nics);
+  std::vector<Json> rdma;
+  for (const auto& d : field(probe, "rdma").is_array() ? probe["rdma"] : Json::array()) {
+    Json ports = Json::array();
+    for (const auto& p : field(d, "ports").is_array() ? d["ports"] : Json::array()) {
+      ports.push_back(Json{{"link_layer", field(p, "link_layer")},
+                           {"active_mtu", field(p, "active_mtu")},
+                           {"rate_gbps", field(p, "rate_gbps")}});
+    }
+    rdma.push_back(Json{{"vendor_id", field(d, "vendor_id")}, {"vendor_part_id", field(d, "vendor_part_id")}, {"ports", ports}});
+  }
+  std::sort(rdma.begin(), rdma.end(), [](const Json& a, const Json& b) { return a.dump() < b.dump(); });
+  f["rdma"] = Json(rdma);
+  Json gpus = Json::array();
+  for (const auto& g : field(probe, "gpus").is_array() ? probe["gpus"] : Json::array()) {
+    const Json mem = field(g, "memory_bytes");
+    gpus.push_back(Json{{"name", field(g, "name")},
+                        {"compute_capability", field(g, "compute_capability")},
+                        {"memory_mib", mem.is_number() ? Json(mem.get<uint64_t>() >> 20) : Json(nullptr)},
+                        {"pcie_max_gen", field(field(g, "pcie"), "max_gen")},
+                        {"pcie_max_width", field(field(g, "pcie"), "max_width")},
+                        {"nvlinks", field(g, "nvlinks")}});
+  }
+  f["gpus"] = gpus;
+  const Json v = field(probe, "versions");
+  Json versions = Json::object();
+  for (const char* k : {"cuda_driver", "cuda_runtime", "nccl", "ucx", "mpi"}) versions[k] = field(v, k);
+  f["versions"] = versions;
+  return f;
+}
+
+std::string fingerprint_id(const Json& probe) {
+  const std::string text = fingerprint_fields(probe).dump();
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64: fixed, so ids stay comparable across builds
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h).substr(0, 12);
+}
 
 Json probe_fingerprint() {
   Json f = Json::object();
@@ -51,12 +232,15 @@ Json probe_fingerprint() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) cpu["usable_cores"] = CPU_COUNT(&set);
+  fill_cpu_topology(cpu);
+  const int64_t max_khz = to_int(read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"));
+  cpu["max_mhz"] = max_khz > 0 ? Json(static_cast<double>(max_khz) / 1000.0) : Json(nullptr);
   // The flags that decide which copy paths are fast.
   std::string flags = read_first("/proc/cpuinfo", "flags");
-  std::istringstream fs(flags);
+  std::istringstream fs_flags(flags);
   std::set<std::string> wanted = {"sse2", "avx", "avx2", "avx512f", "erms", "fsrm"};
   Json have = Json::array();
-  for (std::string w; fs >> w;) {
+  for (std::string w; fs_flags >> w;) {
     if (wanted.count(w)) have.push_back(w);
   }
   cpu["flags"] = have;
@@ -64,19 +248,20 @@ Json probe_fingerprint() {
 
   const std::string mem = read_first("/proc/meminfo", "MemTotal");  // "24576000 kB"
   f["memory_bytes"] = mem.empty() ? Json(nullptr) : Json(std::stoull(mem) * 1024ull);
-  const std::string thp = [] {
-    std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string s;
-    std::getline(in, s);
-    return s;
-  }();
-  f["transparent_hugepages"] = thp;
+  f["transparent_hugepages"] = read_first_line("/sys/kernel/mm/transparent_hugepage/enabled");
+  f["numa"] = numa_from_sysfs();
 
   struct utsname u {};
   uname(&u);
   f["os"] = Json{{"kernel", std::string(u.sysname) + " " + u.release},
                  {"machine", u.machine},
                  {"name", read_first("/etc/os-release", "PRETTY_NAME")}};
+  f["nics"] = Json::array();
+  f["rdma"] = Json::array();
+  f["gpus"] = Json::array();
+  f["affinity"] = Json::array();
+  f["versions"] = Json{{"acceltune", acceltune_version()}, {"cuda_driver", "absent"}, {"cuda_runtime", "absent"},
+                       {"nccl", "absent"}, {"ucx", "absent"}, {"mpi", "absent"}};
 #if defined(__clang__)
   f["compiler"] = std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)
@@ -85,10 +270,25 @@ Json probe_fingerprint() {
   f["compiler"] = "unknown";
 #endif
   f["acceltune"] = acceltune_version();
-  const std::string hw = fmt::format("{}|{}|{}|{}", cpu["model"].get<std::string>(),
-                                     cpu["logical_cores"].get<unsigned>(), f["memory_bytes"].dump(),
-                                     u.machine);
-  f["id"] = fmt::format("{:016x}", hash_combine(0, hw)).substr(0, 12);
+  f["notes"] = Json::array();
+
+  const auto& sections = ProbeSectionRegistry::instance();
+  for (const auto& [name, why] : expected_sections()) {
+    if (!sections.find(name)) add_probe_note(f, name, why);
+  }
+  std::vector<std::pair<std::string, const ProbeSection*>> ordered;
+  for (const auto& [name, s] : sections.entries()) ordered.emplace_back(name, &s);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.second->order < b.second->order; });
+  for (const auto& [name, s] : ordered) {
+    try {
+      s->fill(f);
+    } catch (const std::exception& e) {
+      add_probe_note(f, name, fmt::format("probe failed: {}", e.what()));
+    }
+  }
+  f["fingerprint_fields"] = fingerprint_fields(f);
+  f["id"] = fingerprint_id(f);
   return f;
 }
 

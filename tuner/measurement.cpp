@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+
+#include "tuner/trace.hpp"
 
 namespace acceltune {
 
@@ -171,6 +174,8 @@ Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, cons
   const double effort = std::clamp(s.effort, 1e-3, 1.0);
   const int max_samples = std::max(s.min_samples, static_cast<int>(std::ceil(s.max_samples * effort)));
   const double max_seconds = s.max_seconds * effort;
+  std::optional<TraceRange> range;  // the timed region, for profilers
+  if (tracing()) range.emplace(fmt::format("acceltune timed {}", format_bytes(bytes)));
   while (static_cast<int>(m.samples_seconds.size()) < max_samples) {
     auto a = clock::now();
     for (int64_t r = 0; r < m.runs_per_sample; ++r) run();

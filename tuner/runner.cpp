@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "tuner/study.hpp"
+#include "tuner/trace.hpp"
 
 extern char** environ;
 
@@ -71,6 +73,7 @@ TrialRunner::TrialRunner(const Space& space, Kernel& kernel, RunnerOptions optio
     : space_(space), kernel_(kernel), options_(std::move(options)) {
   auto iso = resolve_isolation(space, kernel, options_.isolation);
   isolation_ = iso ? *iso : Isolation::in_process;
+  if (options_.telemetry.enabled) telemetry_ = std::make_shared<Telemetry>(options_.telemetry);
 }
 
 double TrialRunner::timeout_seconds(const std::vector<uint64_t>& sizes) const {
@@ -78,6 +81,11 @@ double TrialRunner::timeout_seconds(const std::vector<uint64_t>& sizes) const {
 }
 
 Trial TrialRunner::run(const Config& config, int64_t number, const std::vector<uint64_t>& sizes, double effort) {
+  // Telemetry and the thermal guard sample before the trial's clock starts; a profiler sees the
+  // trial as one named range.
+  if (telemetry_) telemetry_->begin(number);
+  std::optional<TraceRange> range;
+  if (tracing()) range.emplace(fmt::format("acceltune trial {} {}", number, space_.key(config)));
   const auto start = std::chrono::steady_clock::now();
   MeasureSettings ms = options_.measure;
   ms.effort = effort;
@@ -88,6 +96,8 @@ Trial TrialRunner::run(const Config& config, int64_t number, const std::vector<u
   t.key = space_.key(config);
   summarise(t);
   t.cost_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  range.reset();
+  if (telemetry_) t.telemetry = telemetry_->end(t);
   return t;
 }
 

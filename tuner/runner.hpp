@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "tuner/kernel.hpp"
+#include "tuner/telemetry.hpp"
 #include "tuner/trial.hpp"
 
 namespace acceltune {
@@ -24,6 +27,8 @@ struct RunnerOptions {
   double timeout_seconds = 0;
   uint64_t seed = 1;
   MeasureSettings measure;
+  // Samples around each trial and the thermal guard before it (telemetry.hpp).
+  TelemetryOptions telemetry;
 };
 
 // The mode a space's trials run in. Kernels may require a worker (the fault kernel), a space
@@ -52,6 +57,7 @@ class TrialRunner {
   Kernel& kernel_;
   RunnerOptions options_;
   Isolation isolation_;
+  std::shared_ptr<Telemetry> telemetry_;  // null when off
 };
 
 // The worker side: reads one request from `in_fd`, measures, writes one JSON result to

@@ -166,6 +166,7 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   ro.timeout_seconds = options.trial_timeout_seconds;
   ro.seed = options.seed;
   ro.measure = options.measure;
+  ro.telemetry = options.telemetry;
   TrialRunner runner(space, kernel, ro);
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Strategy> strategy,
                        make_strategy(options.strategy, space, options.seed));

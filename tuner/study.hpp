@@ -36,6 +36,7 @@ struct StudyOptions {
   std::vector<std::string> worker_command;  // argv of the hidden worker mode
   double trial_timeout_seconds = 0;         // 0: derived from the measurement settings
   CertifyOptions certify;
+  TelemetryOptions telemetry;  // samples around each trial, the thermal guard
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_warning;
   // Every structured event as it is logged (the console shows them by --log-level).

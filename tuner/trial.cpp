@@ -46,6 +46,7 @@ Json Trial::to_json(const Space& space) const {
   Json ms = Json::array();
   for (const auto& m : measurements) ms.push_back(m.to_json());
   j["measurements"] = ms;
+  if (!telemetry.is_null()) j["telemetry"] = telemetry;
   return j;
 }
 
@@ -63,6 +64,7 @@ Expected<Trial> Trial::from_json(const Json& j, const Space& space) {
   t.cost_seconds = j.value("cost_seconds", 0.0);
   t.effort = j.value("effort", 1.0);
   t.started_at = j.value("started_at", "");
+  if (j.contains("telemetry") && j["telemetry"].is_object()) t.telemetry = j["telemetry"];
   if (j.contains("measurements")) {
     for (const auto& jm : j["measurements"]) {
       ACCELTUNE_TRY_ASSIGN(Measurement m, Measurement::from_json(jm));

@@ -35,6 +35,8 @@ struct Trial {
   double effort = 1.0;  // measurement effort (below 1: a multi-fidelity screening trial)
   std::string error;
   std::string started_at;  // UTC, ISO 8601
+  // Samples of the machine around the trial (tuner/telemetry.hpp); null when not recorded.
+  Json telemetry;
 
   const Measurement* at_size(uint64_t bytes) const;
 

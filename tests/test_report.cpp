@@ -1,0 +1,370 @@
+// acceltune report: the page is well-formed, self-contained, escapes what comes from the study,
+// has one SVG per plot section with labelled axes, renders a running study and failed trials, and
+// a headless Chromium renders it without console errors.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "results/compare.hpp"
+#include "results/report_html.hpp"
+#include "results/svg.hpp"
+#include "tests/helpers.hpp"
+#include "tests/study_files.hpp"
+
+namespace acceltune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::StudySpec;
+using test::TempDir;
+
+constexpr uint64_t k64K = 64 * 1024, k1M = 1024 * 1024;
+const std::string kHostile = "<script>alert('x')</script>&\"";
+
+// Checks HTML for well-formedness as this project writes it: every element closed in order (void
+// elements excepted), attributes quoted, no stray '<' or unknown entity in text. Returns the
+// first problem, empty when there is none.
+std::string check_well_formed(const std::string& html) {
+  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "wbr"};
+  static const std::regex entity("&(amp|lt|gt|quot|#39|mdash|nbsp|#[0-9]+);");
+  std::vector<std::string> stack;
+  size_t i = 0;
+  auto line_of = [&](size_t pos) { return std::to_string(std::count(html.begin(), html.begin() + static_cast<long>(pos), '\n') + 1); };
+  while (i < html.size()) {
+    const char ch = html[i];
+    if (ch == '&') {
+      std::smatch m;
+      const std::string rest = html.substr(i, 12);
+      if (!std::regex_search(rest, m, entity, std::regex_constants::match_continuous)) {
+        return "line " + line_of(i) + ": '&' that starts no known entity";
+      }
+      i += static_cast<size_t>(m.length(0));
+      continue;
+    }
+    if (ch == '>') return "line " + line_of(i) + ": stray '>' in text";
+    if (ch != '<') {
+      ++i;
+      continue;
+    }
+    if (html.compare(i, 4, "<!--") == 0) {
+      const size_t end = html.find("-->", i);
+      if (end == std::string::npos) return "unterminated comment";
+      i = end + 3;
+      continue;
+    }
+    if (html.compare(i, 2, "<!") == 0) {
+      const size_t end = html.find('>', i);
+      if (end == std::string::npos) return "unterminated declaration";
+      i = end + 1;
+      continue;
+    }
+    const bool closing = html.compare(i, 2, "</") == 0;
+    size_t j = i + (closing ? 2 : 1);
+    size_t name_start = j;
+    while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-')) ++j;
+    const std::string name = html.substr(name_start, j - name_start);
+    if (name.empty()) return "line " + line_of(i) + ": '<' that starts no tag";
+    // Attributes: name="value" only.
+    bool self_closing = false;
+    while (true) {
+      while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
+      if (j >= html.size()) return "unterminated tag <" + name;
+      if (html[j] == '>') {
+        ++j;
+        break;
+      }
+      if (html.compare(j, 2, "/>") == 0) {
+        self_closing = true;
+        j += 2;
+        break;
+      }
+      if (closing) return "line " + line_of(i) + ": attributes on a closing tag </" + name;
+      const size_t an = j;
+      while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-' || html[j] == ':')) ++j;
+      if (j == an) return "line " + line_of(j) + ": bad attribute in <" + name;
+      if (html[j] != '=' || html[j + 1] != '"') return "line " + line_of(j) + ": unquoted attribute in <" + name;
+      const size_t close = html.find('"', j + 2);
+      if (close == std::string::npos) return "unterminated attribute in <" + name;
+      const std::string value = html.substr(j + 2, close - j - 2);
+      if (value.find('<') != std::string::npos) return "line " + line_of(j) + ": '<' inside an attribute of <" + name;
+      j = close + 1;
+    }
+    if (name == "style" && !closing) {
+      const size_t end = html.find("</style>", j);
+      if (end == std::string::npos) return "unterminated <style>";
+      i = end + 8;
+      continue;
+    }
+    if (closing) {
+      if (stack.empty() || stack.back() != name) {
+        return "line " + line_of(i) + ": </" + name + "> closes " + (stack.empty() ? "nothing" : "<" + stack.back() + ">");
+      }
+      stack.pop_back();
+    } else if (!self_closing && !void_elements.count(name)) {
+      stack.push_back(name);
+    }
+    i = j;
+  }
+  if (!stack.empty()) return "<" + stack.back() + "> is never closed";
+  return "";
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CommandResult run_shell(const std::string& command) {
+  TempDir io;
+  const std::string out = (io / "out").string(), err = (io / "err").string();
+  const int st = std::system((command + " >" + out + " 2>" + err).c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = test::read_file(out);
+  r.err = test::read_file(err);
+  return r;
+}
+
+bool have_program(const std::string& name) {
+  return run_shell("command -v " + name).exit_code == 0;
+}
+
+// The space's method param carries the hostile string as a value; a failed trial has it in its
+// error; the description has it too.
+StudySpec hostile_study() {
+  StudySpec s;
+  Json sp = Json::parse(test::tiny_space("tiny", 4, kHostile));
+  sp["description"] = "copies " + kHostile;
+  s.space_json = sp.dump();
+  s.sizes = {k64K, k1M};
+  s.fingerprint = Json{{"host", "node <b>"}, {"cpu", {{"model", "Test CPU"}, {"logical_cores", 4}}}, {"id", "abcd"}};
+  s.trials = {{Json::object(), {{k64K, 10}, {k1M, 20}}, ""},
+              {Json{{"threads", 2}}, {{k64K, 15}, {k1M, 50}}, ""},
+              {Json{{"method", kHostile}}, {{k64K, 12}, {k1M, 30}}, ""},
+              {Json{{"threads", 3}}, {{k64K, 11}}, "segfault " + kHostile},
+              {Json{{"chunk", 4096}}, {{k64K, 2}, {k1M, 3}}, ""}};
+  return s;
+}
+
+std::string report_of(const fs::path& dir) {
+  auto s = load_study_dir(dir.string());
+  EXPECT_TRUE(s) << s.error().message;
+  return s ? report_html(*s) : "";
+}
+
+// The text of each <section class="plot">, by id.
+std::map<std::string, std::string> plot_sections(const std::string& html) {
+  std::map<std::string, std::string> out;
+  static const std::regex open(R"~(<section id="([a-z]+)" class="plot">)~");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), open); it != std::sregex_iterator(); ++it) {
+    const size_t start = static_cast<size_t>(it->position(0));
+    const size_t end = html.find("</section>", start);
+    out[(*it)[1]] = html.substr(start, end - start);
+  }
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Report, CheckerFindsBrokenPages) {
+  EXPECT_EQ(check_well_formed("<html><body><p>a &amp; b</p></body></html>"), "");
+  EXPECT_NE(check_well_formed("<html><body><p>a</body></html>"), "");
+  EXPECT_NE(check_well_formed("<p>a & b</p>"), "");
+  EXPECT_NE(check_well_formed("<p>a <script> b</p>"), "");
+  EXPECT_NE(check_well_formed("<p class=x>a</p>"), "");
+}
+
+TEST(Report, WellFormedSelfContainedAndEscaped) {
+  TempDir t;
+  test::write_study(t / "s", hostile_study());
+  const std::string html = report_of(t / "s");
+  ASSERT_FALSE(html.empty());
+  EXPECT_EQ(check_well_formed(html), "");
+  // Self-contained: nothing to fetch.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  // The hostile string only escaped.
+  EXPECT_EQ(html.find(kHostile), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"), std::string::npos);
+
+  // One SVG per plot section, with axis labels.
+  const auto plots = plot_sections(html);
+  ASSERT_EQ(plots.size(), 3u);
+  for (const auto& [id, text] : plots) {
+    EXPECT_EQ(count(text, "<svg"), 1u) << id;
+    EXPECT_EQ(count(text, "</svg>"), 1u) << id;
+    EXPECT_GE(count(text, "class=\"axis-label\""), 2u) << id;
+    EXPECT_NE(text.find("<figcaption>"), std::string::npos) << id;
+  }
+  EXPECT_NE(plots.at("bandwidth").find("message size (bytes, log2 scale)"), std::string::npos);
+  EXPECT_NE(plots.at("bandwidth").find("bandwidth (GB/s)"), std::string::npos);
+  EXPECT_NE(plots.at("bandwidth").find(">64K<"), std::string::npos);
+  EXPECT_NE(plots.at("bandwidth").find(">1M<"), std::string::npos);
+  EXPECT_NE(plots.at("bandwidth").find("p10 to p90"), std::string::npos);
+  EXPECT_NE(plots.at("convergence").find("trial number"), std::string::npos);
+  // Every param has a panel.
+  for (const char* p : {">threads<", ">chunk (bytes)<", ">method<"}) EXPECT_NE(plots.at("params").find(p), std::string::npos) << p;
+
+  // The failed trial is listed, and not plotted: 4 of 5 trials are dots on the convergence plot.
+  const size_t failed = html.find("<section id=\"failed\">");
+  ASSERT_NE(failed, std::string::npos);
+  EXPECT_NE(html.find("segfault &lt;script&gt;", failed), std::string::npos);
+  EXPECT_EQ(count(plots.at("convergence"), "<title>each trial:"), 4u);
+  EXPECT_NE(plots.at("convergence").find("failed trial"), std::string::npos);
+  // The header.
+  EXPECT_NE(html.find("5 (4 ok, 1 failed)"), std::string::npos);
+  EXPECT_NE(html.find("id abcd"), std::string::npos);
+}
+
+TEST(Report, PythonHtmlParserAgrees) {
+  if (!have_program("python3")) GTEST_SKIP() << "python3 is not installed; the built-in checker ran in the other tests";
+  TempDir t;
+  test::write_study(t / "s", hostile_study());
+  test::write_file(t / "r.html", report_of(t / "s"));
+  test::write_file(t / "check.py", R"~(
+import sys
+from html.parser import HTMLParser
+VOID = {"meta", "br", "hr", "img", "input", "link", "wbr"}
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors = [], []
+    def handle_starttag(self, tag, attrs):
+        if tag not in VOID: self.stack.append(tag)
+    def handle_startendtag(self, tag, attrs): pass
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append("</%s> at %s closes %s" % (tag, self.getpos(), self.stack[-1:] or "nothing"))
+        else: self.stack.pop()
+p = P(); p.feed(open(sys.argv[1], encoding="utf-8").read()); p.close()
+if p.stack: p.errors.append("never closed: %s" % p.stack)
+print("\n".join(p.errors)); sys.exit(1 if p.errors else 0)
+)~");
+  auto r = run_shell("python3 " + (t / "check.py").string() + " " + (t / "r.html").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(Report, RunningStudyRenders) {
+  TempDir t;
+  StudySpec s = hostile_study();
+  s.write_best = false;
+  s.trials.resize(2);
+  test::write_study(t / "s", s);
+  auto r = test::run_cli({"report", (t / "s").string(), "--html", (t / "r.html").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no best.json yet"), std::string::npos) << r.err;
+  const std::string html = test::read_file(t / "r.html");
+  EXPECT_EQ(check_well_formed(html), "");
+  EXPECT_NE(html.find("still running or was stopped"), std::string::npos);
+  EXPECT_EQ(plot_sections(html).size(), 3u);
+}
+
+TEST(Report, CliErrors) {
+  TempDir t;
+  EXPECT_EQ(test::run_cli({"report", (t / "none").string(), "--html", (t / "r.html").string()}).exit_code, 2);
+  EXPECT_EQ(test::run_cli({"report", (t / "none").string()}).exit_code, 2);  // --html is required
+  test::write_study(t / "s", hostile_study());
+  auto r = test::run_cli({"report", (t / "s").string(), "--html", (t / "no-dir" / "r.html").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot write the page"), std::string::npos) << r.err;
+}
+
+TEST(Svg, SizeTicksAndLabels) {
+  std::vector<std::string> labels;
+  for (double v : svg::ticks(svg::Scale::log2_bytes, 48.0 * 1024, 80.0 * 1024 * 1024)) {
+    labels.push_back(svg::tick_label(svg::Scale::log2_bytes, v));
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"64K", "256K", "1M", "4M", "16M", "64M"}));
+  labels.clear();
+  for (double v : svg::ticks(svg::Scale::log2_bytes, 1000, 1.2e9)) labels.push_back(svg::tick_label(svg::Scale::log2_bytes, v));
+  for (const char* want : {"1K", "1M", "1G"}) {
+    EXPECT_NE(std::find(labels.begin(), labels.end(), want), labels.end()) << want;
+  }
+  EXPECT_LE(labels.size(), 8u);
+  const auto lin = svg::ticks(svg::Scale::linear, 0, 97);
+  EXPECT_EQ(lin.front(), 0);
+  EXPECT_GE(lin.size(), 4u);
+  EXPECT_EQ(svg::escape("<a b=\"c\">&'"), "&lt;a b=&quot;c&quot;&gt;&amp;&#39;");
+  svg::Chart c;
+  c.x.label = "x <unit>";
+  c.y.label = "y";
+  c.series.push_back({"s & t", {{1, 2, 1.5, 2.5}, {2, 3}}, svg::palette(0)});
+  const std::string out = svg::render(c);
+  EXPECT_EQ(check_well_formed(out), "");
+  EXPECT_NE(out.find("x &lt;unit&gt;"), std::string::npos);
+  EXPECT_NE(out.find("s &amp; t"), std::string::npos);
+}
+
+// Chromium renders the page: no console messages, a screenshot that is a real picture, and a DOM
+// with the three plots.
+std::string chromium_binary() {
+  for (const char* b : {"chromium", "chromium-browser"}) {
+    if (have_program(b)) return b;
+  }
+  return "";
+}
+
+CommandResult run_chromium(const std::string& bin, const fs::path& profile, const std::string& what,
+                           const fs::path& page) {
+  return run_shell("timeout 120 " + bin + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                   profile.string() + " --enable-logging=stderr --v=0 " + what + " file://" + page.string());
+}
+
+bool has_console_message(const std::string& log) { return log.find(":CONSOLE") != std::string::npos; }
+
+TEST(Report, ChromiumRendersWithoutConsoleErrors) {
+  const std::string bin = chromium_binary();
+  if (bin.empty()) GTEST_SKIP() << "chromium is not installed (tools/setup.sh installs it for this test)";
+  TempDir t;
+  // The console check must see an error when there is one.
+  test::write_file(t / "bad.html", "<!DOCTYPE html><html><body><script>console.error('boom')</script></body></html>");
+  auto bad = run_chromium(bin, t / "profile-bad", "--dump-dom", t / "bad.html");
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  ASSERT_TRUE(has_console_message(bad.err)) << "chromium's log shows no console lines; the check cannot work:\n" << bad.err;
+
+  test::write_study(t / "s", hostile_study());
+  test::write_file(t / "r.html", report_of(t / "s"));
+  const fs::path png = t / "r.png";
+  auto shot = run_chromium(bin, t / "profile", "--screenshot=" + png.string() + " --window-size=1200,2400", t / "r.html");
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  EXPECT_FALSE(has_console_message(shot.err)) << shot.err;
+  ASSERT_TRUE(fs::exists(png)) << shot.err;
+  // A PNG of the window's size, and not a blank one: a white page of this size compresses to a
+  // few kilobytes, the report's plots and tables to far more.
+  const std::string data = test::read_file(png);
+  ASSERT_GT(data.size(), 24u);
+  EXPECT_EQ(data.substr(1, 3), "PNG");
+  auto be32 = [&](size_t off) {
+    return (static_cast<uint32_t>(static_cast<unsigned char>(data[off])) << 24) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[off + 1])) << 16) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[off + 2])) << 8) |
+           static_cast<uint32_t>(static_cast<unsigned char>(data[off + 3]));
+  };
+  EXPECT_EQ(be32(16), 1200u);
+  EXPECT_EQ(be32(20), 2400u);
+  EXPECT_GT(data.size(), 40000u) << "the screenshot looks blank";
+
+  auto dom = run_chromium(bin, t / "profile-dom", "--dump-dom", t / "r.html");
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  EXPECT_FALSE(has_console_message(dom.err)) << dom.err;
+  EXPECT_EQ(count(dom.out, "<svg"), 3u);
+  EXPECT_NE(dom.out.find("Effect of each parameter"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acceltune

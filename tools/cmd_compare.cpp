@@ -1,0 +1,140 @@
+// acceltune compare: studies of one space from different machines or hardware generations, side by
+// side.
+#include "results/compare.hpp"
+#include "results/report_html.hpp"
+#include "tools/cli.hpp"
+
+namespace acceltune::cli {
+namespace {
+
+std::string ratio(const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : "-"; }
+
+std::string values_line(const std::vector<Json>& values, const std::vector<CompareStudy>& studies,
+                        const std::string& unit) {
+  std::string out;
+  for (size_t k = 0; k < values.size() && k < studies.size(); ++k) {
+    out += fmt::format("{}{} {}", k == 0 ? "" : " | ", studies[k].label,
+                       values[k].is_null() ? "(absent)" : show_param_value(values[k], unit));
+  }
+  return out;
+}
+
+void print_comparison(const Comparison& c, const std::vector<StudyData>& studies) {
+  std::printf("compare: %zu studies, kernel %s (%s), values in %s\n", c.studies.size(), c.studies[0].kernel.c_str(),
+              c.studies[0].operation.c_str(), c.unit.c_str());
+  for (const auto& s : c.studies) {
+    std::string cores = s.logical_cores ? fmt::format(", {} cores", s.logical_cores) : "";
+    if (s.usable_cores && s.usable_cores != s.logical_cores) cores += fmt::format(" ({} usable)", s.usable_cores);
+    std::printf("  %s %s: space %s, fingerprint %s, host %s, %s%s, %lld trials (%lld ok)%s%s\n", s.label.c_str(),
+                s.dir.c_str(), s.space.c_str(), s.fingerprint_id.empty() ? "-" : s.fingerprint_id.c_str(),
+                s.host.empty() ? "-" : s.host.c_str(), s.cpu_model.empty() ? "cpu ?" : s.cpu_model.c_str(),
+                cores.c_str(), static_cast<long long>(s.trials), static_cast<long long>(s.trials_ok),
+                s.certified ? ", certified" : "", s.finished ? "" : ", still running or stopped");
+  }
+  const std::string first = c.studies[0].label;
+  for (size_t i = 0; i < c.sizes.size(); ++i) {
+    std::printf("\nsize %-8s %12s %12s %8s  %-22s %11s %14s\n", format_bytes(c.sizes[i]).c_str(), "default", "best",
+                "gain", "certified [95%]", ("best/" + first).c_str(), ("default/" + first).c_str());
+    for (size_t k = 0; k < c.cells[i].size(); ++k) {
+      const CompareCell& e = c.cells[i][k];
+      std::string cert = "-";
+      if (e.certified && e.certified_ratio) {
+        cert = fmt::format("{:.2f}x [{}, {}]{}", *e.certified_ratio, e.ci_low ? fmt::format("{:.2f}", *e.ci_low) : "-",
+                           e.ci_high && std::isfinite(*e.ci_high) ? fmt::format("{:.2f}", *e.ci_high) : "-",
+                           e.significant ? "" : " ns");
+      }
+      std::printf("  %-11s %12s %12s %8s  %-22s %11s %14s\n", c.studies[k].label.c_str(),
+                  e.default_value ? format_number(*e.default_value).c_str() : "-",
+                  e.best_value ? format_number(*e.best_value).c_str() : "-", ratio(e.gain).c_str(), cert.c_str(),
+                  k == 0 ? "" : ratio(e.best_vs_first).c_str(), k == 0 ? "" : ratio(e.default_vs_first).c_str());
+    }
+  }
+  std::printf("\n(default and best: the search's medians; gain: best over the study's own default; certified: the "
+              "interleaved re-measurement's gain, ns = not significant)\n");
+  std::map<std::string, std::string> units;
+  for (const auto& s : studies) {
+    for (const auto& p : s.space.params()) units.emplace(p.name, p.unit);
+  }
+  if (c.config_differences.empty()) {
+    std::printf("\nbest configs: the same at every compared size\n");
+  } else {
+    std::printf("\nbest configs that differ:\n");
+    uint64_t last = UINT64_MAX;
+    for (const auto& d : c.config_differences) {
+      const auto u = units.find(d.param);
+      std::printf("  %-8s %s: %s\n", d.bytes == last ? "" : format_bytes(d.bytes).c_str(), d.param.c_str(),
+                  values_line(d.values, c.studies, u == units.end() ? "" : u->second).c_str());
+      last = d.bytes;
+    }
+  }
+  std::printf("\nfingerprints (%s): ", c.fingerprint_subset ? "the fields the ids hash"
+                                                              : "whole fingerprint minus volatile fields");
+  if (c.fingerprint_differences.empty()) {
+    std::printf("no field differs\n");
+  } else {
+    std::printf("%zu field%s differ\n", c.fingerprint_differences.size(),
+                c.fingerprint_differences.size() == 1 ? "" : "s");
+    for (const auto& d : c.fingerprint_differences) {
+      std::printf("  %s: %s\n", d.field.c_str(), values_line(d.values, c.studies, "").c_str());
+    }
+  }
+  if (!c.other_fingerprint_differences.empty()) {
+    std::printf("other fields (not in the ids):\n");
+    for (const auto& d : c.other_fingerprint_differences) {
+      std::printf("  %s: %s\n", d.field.c_str(), values_line(d.values, c.studies, "").c_str());
+    }
+  }
+}
+
+int cmd_compare(const std::vector<std::string>& dirs, const std::string& html, bool as_json) {
+  if (dirs.size() < 2) {
+    return fail(input_error("compare needs at least two study directories (got {}); pass DIR_A DIR_B ...", dirs.size()));
+  }
+  std::vector<StudyData> studies;
+  for (const auto& d : dirs) {
+    auto s = load_study_dir(d);
+    if (!s) return fail(s.error());
+    if (s->torn > 0) std::fprintf(stderr, "acceltune: %s: ignored a torn last trial record\n", d.c_str());
+    studies.push_back(std::move(s).value());
+  }
+  auto c = compare_studies(studies);
+  if (!c) return fail(c.error());
+  for (const auto& w : c->warnings) std::fprintf(stderr, "acceltune: warning: %s\n", w.c_str());
+  if (as_json) {
+    std::printf("%s\n", c->to_json().dump(2).c_str());
+  } else {
+    print_comparison(*c, studies);
+  }
+  if (!html.empty()) {
+    Status st = write_page(html, compare_html(*c, studies));
+    if (!st) return fail(st.error());
+    if (!as_json) std::printf("\nwrote %s\n", html.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, CommandList& list) {
+  struct Args {
+    std::vector<std::string> dirs;
+    std::string html;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmp = app.add_subcommand("compare", "compare studies of one space from different machines side by side");
+  cmp->footer(
+      "Per message size: each study's default and best value, the certified gain and its 95% interval when the\n"
+      "study was certified, each study's gain over its own default, and study k's best (and default) over the\n"
+      "first study's; then where the best configs differ, param by param, and which fingerprint fields differ\n"
+      "(the probe's fingerprint_fields when every study has them, else the whole fingerprint minus volatile\n"
+      "fields). Studies of different spaces, workloads, units, measurement settings or sizes are compared with\n"
+      "a warning (at the sizes they share); studies of different kernels, or with no size in common, are\n"
+      "refused (exit code 2).");
+  cmp->add_option("DIR", a->dirs, "study directories (two or more; the first is the reference)")->required();
+  cmp->add_option("--html", a->html, "also write the comparison as a self-contained HTML page with one SVG plot");
+  cmp->add_flag("--json", a->json, "print the comparison as JSON instead of the text table");
+  list.add(cmp, [a] { return cmd_compare(a->dirs, a->html, a->json); });
+}
+
+}  // namespace acceltune::cli
