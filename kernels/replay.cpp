@@ -2,9 +2,12 @@
 // `objective` (higher is better) and optionally `objective_std`; configs absent from the file
 // are invalid, and each reported value gets Gaussian noise of objective_std drawn from the
 // study's seed. Strategies can thus be compared on recorded data, cheaply and repeatably.
+// An optional column `bytes` makes the landscape sized: one row per config and message size,
+// the sizes become the workload's, and a config is valid when it has a row at every size.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -20,9 +23,11 @@ namespace fs = std::filesystem;
 
 constexpr const char* kObjective = "objective";
 constexpr const char* kObjectiveStd = "objective_std";
+constexpr const char* kBytes = "bytes";
 
 struct Columns {
-  size_t objective = SIZE_MAX, objective_std = SIZE_MAX;
+  size_t objective = SIZE_MAX, objective_std = SIZE_MAX, bytes = SIZE_MAX;
+  bool is_param(size_t i) const { return i != objective && i != objective_std && i != bytes; }
 };
 
 Expected<Columns> find_columns(const CsvTable& t, const fs::path& path) {
@@ -30,6 +35,7 @@ Expected<Columns> find_columns(const CsvTable& t, const fs::path& path) {
   for (size_t i = 0; i < t.header.size(); ++i) {
     if (t.header[i] == kObjective) c.objective = i;
     if (t.header[i] == kObjectiveStd) c.objective_std = i;
+    if (t.header[i] == kBytes) c.bytes = i;
   }
   if (c.objective == SIZE_MAX) {
     return input_error("{}: no '{}' column; a landscape has one column per param and a column '{}' "
@@ -46,6 +52,10 @@ Expected<Columns> find_columns(const CsvTable& t, const fs::path& path) {
       return input_error("{}:{}: objective_std '{}' is not a non-negative number", path.string(),
                          t.row_lines[r], t.rows[r][c.objective_std]);
     }
+    if (c.bytes != SIZE_MAX && (!parse_number(t.rows[r][c.bytes], x) || !(x >= 0) || x != std::floor(x))) {
+      return input_error("{}:{}: bytes '{}' is not a whole number of bytes", path.string(), t.row_lines[r],
+                         t.rows[r][c.bytes]);
+    }
   }
   if (t.rows.empty()) return input_error("{}: the landscape has a header but no rows", path.string());
   return c;
@@ -58,7 +68,7 @@ Expected<Space> load_landscape_space(const fs::path& path) {
   ACCELTUNE_TRY_ASSIGN(Columns cols, find_columns(t, path));
   Json params = Json::array();
   for (size_t i = 0; i < t.header.size(); ++i) {
-    if (i == cols.objective || i == cols.objective_std) continue;
+    if (!cols.is_param(i)) continue;
     const std::string& name = t.header[i];
     if (!is_param_name(name)) {
       return input_error("{}: column {} ('{}') is not a usable param name (letters, digits, '_')",
@@ -112,6 +122,15 @@ Expected<Space> load_landscape_space(const fs::path& path) {
   doc["description"] = fmt::format("landscape {}", path.filename().string());
   doc["params"] = params;
   doc["landscape"] = path.filename().string();
+  if (cols.bytes != SIZE_MAX) {
+    std::set<uint64_t> sizes;
+    for (const auto& row : t.rows) {
+      double x = 0;
+      parse_number(row[cols.bytes], x);
+      sizes.insert(static_cast<uint64_t>(x));
+    }
+    doc["sizes"] = Json(std::vector<uint64_t>(sizes.begin(), sizes.end()));
+  }
   fs::path base = path.parent_path();
   if (base.empty()) base = ".";
   return Space::from_json(doc, path.string(), base);
@@ -133,7 +152,7 @@ class Replay final : public Kernel {
  public:
   std::vector<std::string> native_params() const override { return {"*"}; }
   std::string unit() const override { return unit_; }
-  bool sized() const override { return false; }
+  bool sized() const override { return sized_; }
 
   Status attach(Space& space) override {
     if (!space.extra().contains("landscape") || !space.extra()["landscape"].is_string()) {
@@ -150,7 +169,7 @@ class Replay final : public Kernel {
     ACCELTUNE_TRY_ASSIGN(Columns cols, find_columns(t, path));
     std::vector<size_t> column_of(space.params().size(), SIZE_MAX);
     for (size_t i = 0; i < t.header.size(); ++i) {
-      if (i == cols.objective || i == cols.objective_std) continue;
+      if (!cols.is_param(i)) continue;
       auto k = space.param_index(t.header[i]);
       if (!k) {
         return input_error("{}: column '{}' is not a param of space '{}'", path.string(), t.header[i], space.name());
@@ -163,7 +182,8 @@ class Replay final : public Kernel {
                            space.name());
       }
     }
-    rows_ = std::make_shared<std::unordered_map<uint64_t, Row>>();
+    rows_ = std::make_shared<RowMap>();
+    std::set<uint64_t> sizes;
     for (size_t r = 0; r < t.rows.size(); ++r) {
       Config c;
       c.index.resize(space.params().size());
@@ -179,9 +199,22 @@ class Replay final : public Kernel {
       Row row;
       parse_number(t.rows[r][cols.objective], row.objective);
       if (cols.objective_std != SIZE_MAX) parse_number(t.rows[r][cols.objective_std], row.std);
-      if (!rows_->emplace(space.to_ordinal(c), row).second) {
-        return input_error("{}:{}: this config appears on an earlier row too", path.string(), t.row_lines[r]);
+      uint64_t bytes = 0;
+      if (cols.bytes != SIZE_MAX) {
+        double x = 0;
+        parse_number(t.rows[r][cols.bytes], x);
+        bytes = static_cast<uint64_t>(x);
       }
+      if (!(*rows_)[space.to_ordinal(c)].emplace(bytes, row).second) {
+        return input_error("{}:{}: this config appears on an earlier row too{}", path.string(), t.row_lines[r],
+                           cols.bytes != SIZE_MAX ? " at this size" : "");
+      }
+      sizes.insert(bytes);
+    }
+    sized_ = cols.bytes != SIZE_MAX;
+    // A sized landscape: a config is measurable when it has a row at every size.
+    for (auto it = rows_->begin(); it != rows_->end();) {
+      it = it->second.size() == sizes.size() ? std::next(it) : rows_->erase(it);
     }
     if (!rows_->count(space.to_ordinal(space.default_config()))) {
       return input_error("{}: the default config ({}) is not in the landscape; trial 0 measures it, so add "
@@ -206,17 +239,23 @@ class Replay final : public Kernel {
                       const MeasureContext& ctx) override {
     Measurement m;
     m.bytes = bytes;
-    auto it = rows_->find(space.to_ordinal(config));
-    if (it == rows_->end()) {
+    auto found = rows_->find(space.to_ordinal(config));
+    if (found == rows_->end()) {
       m.state = State::invalid;
       m.error = "config is not in the landscape";
       return m;
     }
+    auto it = found->second.find(sized_ ? bytes : 0);
+    if (it == found->second.end()) {
+      m.state = State::invalid;
+      m.error = fmt::format("the landscape has no row at {} bytes", bytes);
+      return m;
+    }
     const std::string key = space.key(config);
-    const uint64_t draw = draws_[key]++;
+    const uint64_t draw = draws_[sized_ ? fmt::format("{}@{}", key, bytes) : key]++;
     // Noise depends on the seed, the config and how often it was drawn: reproducible for a
     // seed, independent between repeated measurements of one config.
-    Rng rng(hash_combine(ctx.seed, fmt::format("{}#{}", key, draw)));
+    Rng rng(hash_combine(ctx.seed, sized_ ? fmt::format("{}@{}#{}", key, bytes, draw) : fmt::format("{}#{}", key, draw)));
     // Less effort means fewer repetitions: the noise of their median grows as 1/sqrt(effort).
     const double effort = std::clamp(settings.effort, 1e-3, 1.0);
     const double v = it->second.objective + it->second.std / std::sqrt(effort) * rng.normal();
@@ -234,7 +273,10 @@ class Replay final : public Kernel {
   struct Row {
     double objective = 0, std = 0;
   };
-  std::shared_ptr<std::unordered_map<uint64_t, Row>> rows_ = std::make_shared<std::unordered_map<uint64_t, Row>>();
+  // config ordinal -> size (0 when unsized) -> row
+  using RowMap = std::unordered_map<uint64_t, std::map<uint64_t, Row>>;
+  std::shared_ptr<RowMap> rows_ = std::make_shared<RowMap>();
+  bool sized_ = false;
   std::unordered_map<std::string, uint64_t> draws_;
   std::string unit_ = "objective";
 };

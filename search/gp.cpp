@@ -67,6 +67,11 @@ void CandidateGp::add_observation(const GpPoint& x) {
   extend(x);
 }
 
+void CandidateGp::set_observations(std::vector<GpPoint> xs) {
+  obs_ = std::move(xs);
+  rebuild();
+}
+
 void CandidateGp::set_hyper(const GpHyper& h) {
   hyper_ = h;
   rebuild();
@@ -286,6 +291,28 @@ double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
   return best;
 }
 
+void CandidateGp::fit_sampled(const Eigen::VectorXd& y, uint64_t seed, int starts, size_t max_points) {
+  if (obs_.size() <= max_points) {
+    fit(y, seed, starts);
+    return;
+  }
+  Rng rng(hash_combine(seed, "sample"));
+  std::vector<size_t> order(obs_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t i = 0; i < max_points; ++i) std::swap(order[i], order[i + rng.below(order.size() - i)]);
+  CandidateGp sample(no_, nc_);
+  sample.hyper_ = hyper_;  // warm start
+  std::vector<GpPoint> xs;
+  Eigen::VectorXd ys(static_cast<Eigen::Index>(max_points));
+  for (size_t i = 0; i < max_points; ++i) {
+    xs.push_back(obs_[order[i]]);
+    ys[static_cast<Eigen::Index>(i)] = y[static_cast<Eigen::Index>(order[i])];
+  }
+  sample.set_observations(std::move(xs));
+  sample.fit(ys, seed, starts);
+  set_hyper(sample.hyper());
+}
+
 void CandidateGp::posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eigen::VectorXd& var,
                             Eigen::VectorXd* mean_at_obs) const {
   const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
@@ -304,6 +331,62 @@ void CandidateGp::posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eig
     const Eigen::VectorXd alpha = L_.transpose().triangularView<Eigen::Upper>().solve(beta);
     *mean_at_obs = y - (hyper_.noise + jitter_) * alpha;
   }
+}
+
+PointEncoder::PointEncoder(const Space& space, std::vector<uint64_t> sizes) : space_(&space), sizes_(std::move(sizes)) {
+  std::sort(sizes_.begin(), sizes_.end());
+  sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
+  for (size_t k = 0; k < space.params().size(); ++k) {
+    if (is_ordered(space.params()[k].kind)) ordered_.push_back(k);
+    else categorical_.push_back(k);
+  }
+  if (!sizes_.empty()) {
+    lo_ = std::log2(static_cast<double>(std::max<uint64_t>(sizes_.front(), 1)));
+    hi_ = std::log2(static_cast<double>(std::max<uint64_t>(sizes_.back(), 1)));
+  }
+}
+
+GpPoint PointEncoder::point(const Config& c, uint64_t bytes) const {
+  GpPoint p;
+  const auto enc = space_->encode(c);
+  for (size_t k : ordered_) p.ordered.push_back(enc[k]);
+  if (sizes_.size() > 1) {
+    const double x = std::log2(static_cast<double>(std::max<uint64_t>(bytes, 1)));
+    p.ordered.push_back(hi_ > lo_ ? (x - lo_) / (hi_ - lo_) : 0.0);
+  }
+  for (size_t k : categorical_) p.categorical.push_back(static_cast<int>(c.index[k]));
+  return p;
+}
+
+Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes) {
+  Targets t;
+  t.log_scale = std::all_of(values.begin(), values.end(), [](double v) { return v > 0; });
+  std::map<uint64_t, std::pair<double, int>> per_size;
+  std::vector<double> raw;
+  for (size_t i = 0; i < values.size(); ++i) {
+    raw.push_back(t.log_scale ? std::log(values[i]) : values[i]);
+    auto& s = per_size[bytes[i]];
+    s.first += raw.back();
+    s.second += 1;
+  }
+  for (const auto& [b, s] : per_size) t.centre[b] = s.first / s.second;
+  t.y.resize(static_cast<Eigen::Index>(raw.size()));
+  double ss = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const double z = raw[i] - t.centre[bytes[i]];
+    t.y[static_cast<Eigen::Index>(i)] = z;
+    ss += z * z;
+  }
+  const double sd = raw.size() > 1 ? std::sqrt(ss / static_cast<double>(raw.size() - 1)) : 1.0;
+  t.scale = std::max(sd, 1e-9);
+  t.y /= t.scale;
+  return t;
+}
+
+double Targets::to_value(double z, uint64_t bytes) const {
+  auto it = centre.find(bytes);
+  const double raw = z * scale + (it == centre.end() ? 0.0 : it->second);
+  return log_scale ? std::exp(raw) : raw;
 }
 
 }  // namespace acceltune

@@ -8,8 +8,11 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
+
+#include "tuner/space.hpp"
 
 namespace acceltune {
 
@@ -37,11 +40,15 @@ class CandidateGp {
 
   // Observations, in order; `y` is standardised by the caller.
   void add_observation(const GpPoint& x);
+  void set_observations(std::vector<GpPoint> xs);  // all at once (one factorisation)
   size_t observations() const { return obs_.size(); }
 
   // Fits the hyper-parameters to `y` (one value per observation) and rebuilds the factor and V.
   // Returns the best log marginal likelihood found.
   double fit(const Eigen::VectorXd& y, uint64_t seed, int starts);
+  // The same, the hyper-parameters fitted on a random sample of at most `max_points`
+  // observations (a fit is cubic in its size), then the model rebuilt on all of them.
+  void fit_sampled(const Eigen::VectorXd& y, uint64_t seed, int starts, size_t max_points);
   void set_hyper(const GpHyper& h);  // and rebuild
   const GpHyper& hyper() const { return hyper_; }
 
@@ -72,5 +79,37 @@ class CandidateGp {
 
 // log(z Phi(z) + phi(z)), accurate far into the negative tail.
 double log_h(double z);
+
+// Model inputs for a space's configs at message sizes: the ordered params as the space encodes
+// them, the size as one more ordered input on a log scale (when there are several sizes), and the
+// categorical params by value index.
+class PointEncoder {
+ public:
+  PointEncoder(const Space& space, std::vector<uint64_t> sizes);
+  GpPoint point(const Config& c, uint64_t bytes) const;
+  size_t ordered_dims() const { return ordered_.size() + (sizes_.size() > 1 ? 1 : 0); }
+  size_t categorical_dims() const { return categorical_.size(); }
+  const std::vector<uint64_t>& sizes() const { return sizes_; }
+  const std::vector<size_t>& ordered_params() const { return ordered_; }
+  const std::vector<size_t>& categorical_params() const { return categorical_; }
+
+ private:
+  const Space* space_;
+  std::vector<uint64_t> sizes_;
+  std::vector<size_t> ordered_, categorical_;
+  double lo_ = 0, hi_ = 0;
+};
+
+// Standardised targets: the log of the values when all are positive (bandwidths vary by orders
+// of magnitude), centred per size, scaled by the overall spread.
+struct Targets {
+  Eigen::VectorXd y;
+  bool log_scale = false;
+  std::map<uint64_t, double> centre;
+  double scale = 1;
+  // A model value (standardised) back in the objective's unit.
+  double to_value(double z, uint64_t bytes) const;
+};
+Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes);
 
 }  // namespace acceltune

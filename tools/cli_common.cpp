@@ -109,6 +109,16 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
     std::fprintf(out, "%-8s %14s %14s %8s  %s\n", format_bytes(s.bytes).c_str(), def.c_str(), best.c_str(),
                  ratio.c_str(), cfg.c_str());
   }
+  // Where the noise-aware recommendation is not the best single measurement, say so.
+  for (const auto& s : b.sizes) {
+    if (b.recommended_by != "posterior-mean" || !s.best_trial || !s.observed_trial || *s.best_trial == *s.observed_trial) {
+      continue;
+    }
+    std::fprintf(out, "%-8s recommended #%lld (model estimate %s) over the best single measurement #%lld (%s)\n",
+                 format_bytes(s.bytes).c_str(), static_cast<long long>(*s.best_trial),
+                 s.predicted ? format_value(*s.predicted).c_str() : "-", static_cast<long long>(*s.observed_trial),
+                 format_value(s.observed_value).c_str());
+  }
   if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
     std::fprintf(out, "ranges:");
     for (const auto& r : b.ranges) {
@@ -194,7 +204,9 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   int torn = 0;
   ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
   const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
-  BestTable b = compute_best(space, w, trials, unit);
+  std::string ranked_by;
+  const Ranking ranking = rank_measured(space, trials, w.sizes, study.value("seed", uint64_t{1}), &ranked_by);
+  BestTable b = compute_best(space, w, trials, unit, &ranking, ranked_by);
   b.study = study;
   return LoadedStudy{std::move(study), std::move(b)};
 }

@@ -115,7 +115,7 @@ int cmd_search(const SearchArgs& a) {
   if (o.strategy.empty()) {
     o.strategy = defaults.value("strategy", "");
     if (o.strategy.empty()) {
-      o.strategy = p.space.count_valid() <= static_cast<uint64_t>(o.budget) ? "grid" : "random";
+      o.strategy = p.space.count_valid() <= static_cast<uint64_t>(o.budget) ? "grid" : "bayes";
     }
   }
   o.resume = a.resume;
@@ -222,7 +222,7 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "default: host-copy");
   search->add_option("--strategy", sa.strategy,
                      "grid, random, local, bayes, halving or halving-bayes; default: the space's choice, else grid "
-                     "when the budget covers the space, else random");
+                     "when the budget covers the space, else bayes");
   search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
       ->check(CLI::PositiveNumber);
   search->add_option("--time-limit", sa.time_limit, "stop starting trials after this many seconds")

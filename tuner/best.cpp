@@ -19,6 +19,7 @@ Json BestTable::to_json() const {
   j["unit"] = unit;
   j["trials"] = trials;
   j["trials_ok"] = trials_ok;
+  j["recommended_by"] = recommended_by;
   Json sz = Json::array();
   for (const auto& s : sizes) {
     Json e = Json::object();
@@ -29,6 +30,9 @@ Json BestTable::to_json() const {
     e["value"] = s.best_trial ? Json(s.best_value) : Json(nullptr);
     e["value_p10"] = s.best_trial ? Json(s.best_p10) : Json(nullptr);
     e["value_p90"] = s.best_trial ? Json(s.best_p90) : Json(nullptr);
+    e["predicted"] = opt(s.predicted);
+    e["observed_trial"] = s.observed_trial ? Json(*s.observed_trial) : Json(nullptr);
+    e["observed_value"] = s.observed_trial ? Json(s.observed_value) : Json(nullptr);
     e["default_value"] = opt(s.default_value);
     e["ratio"] = opt(s.ratio);
     if (s.certified) {
@@ -81,6 +85,7 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
   b.unit = j.value("unit", "");
   b.trials = j.value("trials", int64_t{0});
   b.trials_ok = j.value("trials_ok", int64_t{0});
+  b.recommended_by = j.value("recommended_by", "observed");
   for (const auto& e : j["sizes"]) {
     SizeBest s;
     s.bytes = e.value("bytes", uint64_t{0});
@@ -89,6 +94,11 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
     s.best_value = get_opt(e, "value").value_or(0);
     s.best_p10 = get_opt(e, "value_p10").value_or(0);
     s.best_p90 = get_opt(e, "value_p90").value_or(0);
+    s.predicted = get_opt(e, "predicted");
+    if (e.contains("observed_trial") && e["observed_trial"].is_number()) {
+      s.observed_trial = e["observed_trial"].get<int64_t>();
+      s.observed_value = get_opt(e, "observed_value").value_or(0);
+    }
     s.default_value = get_opt(e, "default_value");
     s.ratio = get_opt(e, "ratio");
     if (e.contains("certified") && e["certified"].is_object()) {
@@ -141,8 +151,11 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
 }
 
 BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
-                       const std::string& unit) {
+                       const std::string& unit, const Ranking* ranking, const std::string& ranked_by) {
   BestTable b;
+  b.recommended_by = ranking ? ranked_by : "observed";
+  std::map<int64_t, const Trial*> by_number;
+  for (const auto& t : trials) by_number.emplace(t.number, &t);
   b.space = space.name();
   b.kernel = space.kernel();
   b.unit = unit;
@@ -171,6 +184,23 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
       if (!best_m || m->value > best_m->value) {
         best = &t;
         best_m = m;
+      }
+    }
+    if (best) {
+      s.observed_trial = best->number;
+      s.observed_value = best_m->value;
+    }
+    // The recommendation, when it names a trial measured ok at this size.
+    if (ranking) {
+      auto it = ranking->find(bytes);
+      if (it != ranking->end() && !it->second.empty()) {
+        auto t = by_number.find(it->second.front().trial);
+        const Measurement* m = t == by_number.end() ? nullptr : t->second->at_size(bytes);
+        if (m && m->state == State::ok && t->second->effort >= 1.0) {
+          best = t->second;
+          best_m = m;
+          s.predicted = it->second.front().predicted;
+        }
       }
     }
     if (best) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tuner/recommend.hpp"
 #include "tuner/registry.hpp"
 #include "tuner/trial.hpp"
 
@@ -24,10 +25,16 @@ struct Candidate {
 
 struct SizeBest {
   uint64_t bytes = 0;
-  // What the search saw: the best single measurement at this size and the default's.
+  // What the search recommends at this size: the measured config ranked first (by the model's
+  // posterior mean when the table was computed with a ranking, else by observed value), with the
+  // value it measured; `predicted` is the model's estimate of it.
   std::optional<int64_t> best_trial;
   Json best_config = Json::object();
   double best_value = 0, best_p10 = 0, best_p90 = 0;
+  std::optional<double> predicted;
+  // The best single measurement, which with noise is often a lucky near-optimum.
+  std::optional<int64_t> observed_trial;
+  double observed_value = 0;
   std::optional<double> default_value;
   std::optional<double> ratio;  // best / default
   // Certification: the winner among the re-measured candidates, and whether its gain is
@@ -70,6 +77,7 @@ struct BestTable {
   std::map<std::string, std::string> env;  // param name -> environment variable
   Json default_config = Json::object();
   int64_t trials = 0, trials_ok = 0;
+  std::string recommended_by = "observed";  // or "posterior-mean"
   // The study record (study.json: space definition, workload, fingerprint) when the table was read
   // from a study directory, for exports that name the collective, the topology or the machine. Not
   // part of best.json.
@@ -79,10 +87,12 @@ struct BestTable {
   static Expected<BestTable> from_json(const Json& j);
 };
 
-// Per size, the best ok measurement over all trials; trial 0 (the default) is the reference.
-// The chosen configs are the search's bests until certification replaces them.
+// Per size, the recommended measured config (the first of `ranking` there when given, else the
+// best ok measurement); trial 0 (the default) is the reference. The chosen configs are the
+// search's recommendations until certification replaces them.
 BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
-                       const std::string& unit);
+                       const std::string& unit, const Ranking* ranking = nullptr,
+                       const std::string& ranked_by = "observed");
 
 // Groups adjacent sizes by chosen config into ranges and picks the export config.
 void finish_ranges(BestTable& b);

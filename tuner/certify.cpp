@@ -53,7 +53,7 @@ double median_of(std::vector<double> xs) {
 
 void certify(BestTable& best, const Space& space, const std::vector<Trial>& trials, TrialRunner& runner,
              const CertifyOptions& options, const std::function<void(const Json&)>& log,
-             const std::function<void(int, int)>& progress) {
+             const std::function<void(int, int)>& progress, const Ranking* ranking) {
   if (options.top <= 0 || options.rounds <= 0) return;
   const Config def = space.default_config();
   const std::string def_key = space.key(def);
@@ -67,7 +67,18 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
       const Measurement* m = t.at_size(bytes);
       if (t.key != def_key && m && m->state == State::ok && t.effort >= 1.0) ok.push_back(&t);
     }
-    std::sort(ok.begin(), ok.end(), [&](const Trial* a, const Trial* b) {
+    std::map<int64_t, size_t> rank;  // trial number -> position in the noise-aware order
+    if (ranking) {
+      if (auto it = ranking->find(bytes); it != ranking->end()) {
+        for (size_t k = 0; k < it->second.size(); ++k) rank.emplace(it->second[k].trial, k);
+      }
+    }
+    std::stable_sort(ok.begin(), ok.end(), [&](const Trial* a, const Trial* b) {
+      if (!rank.empty()) {
+        const auto ra = rank.find(a->number), rb = rank.find(b->number);
+        const size_t pa = ra == rank.end() ? SIZE_MAX : ra->second, pb = rb == rank.end() ? SIZE_MAX : rb->second;
+        if (pa != pb) return pa < pb;
+      }
       return a->at_size(bytes)->value > b->at_size(bytes)->value;
     });
     if (ok.size() > static_cast<size_t>(options.top)) ok.resize(static_cast<size_t>(options.top));

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "tuner/best.hpp"
+#include "tuner/recommend.hpp"
 #include "tuner/runner.hpp"
 
 namespace acceltune {
@@ -28,9 +29,10 @@ RatioInterval ratio_interval(const std::vector<double>& candidate, const std::ve
 double student_t_975(int df);
 
 // Re-measures and fills the certification fields of every size of `best`, then its ranges.
-// `log` receives one JSON event per size.
+// The candidates per size are the top of `ranking` (the noise-aware order) when given, else the
+// best observed. `log` receives one JSON event per size.
 void certify(BestTable& best, const Space& space, const std::vector<Trial>& trials, TrialRunner& runner,
              const CertifyOptions& options, const std::function<void(const Json&)>& log,
-             const std::function<void(int, int)>& progress);
+             const std::function<void(int, int)>& progress, const Ranking* ranking = nullptr);
 
 }  // namespace acceltune

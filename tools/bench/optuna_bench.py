@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The peer side of the search benchmark: Optuna's multivariate TPE on the same landscape CSVs
-and seeds, scored the same way as acceltune-search-bench (the incumbent is the config with the
-best observed noisy value, scored by its true value; every run starts with the default config;
-every trial counts, repeated and invalid ones included, as each would cost a measurement).
+and seeds, scored the same way as acceltune-search-bench (per size, the incumbent is the config
+with the best observed noisy value, scored by its true value; with several sizes the fraction of
+the optimum is the mean over sizes; every run starts with the default config; every trial counts,
+repeated and invalid ones included, as each would cost a measurement). TPE optimises what a
+study's trial value is: the geometric mean over sizes of the noisy values.
 
-usage: optuna_bench.py LANDSCAPE.csv [...] [--seeds 20] [--max-evals 200]
+usage: optuna_bench.py LANDSCAPE.csv [...] [--seeds 20] [--max-evals 100] [--group family]
 Needs Debian's python3-optuna.
 """
 import argparse
@@ -26,7 +28,8 @@ def load(path):
     header, body = rows[0], rows[1:]
     obj = header.index("objective")
     std = header.index("objective_std") if "objective_std" in header else None
-    params = [i for i in range(len(header)) if i not in (obj, std)]
+    size = header.index("bytes") if "bytes" in header else None
+    params = [i for i in range(len(header)) if i not in (obj, std, size)]
 
     def num(s):
         try:
@@ -45,13 +48,17 @@ def load(path):
                 if c not in seen:
                     seen.append(c)
             domains[header[i]] = seen
+    # table[config] = {bytes: (value, std)}; a sized landscape has one row per config and size.
     table = {}
     for r in body:
         key = tuple(r[i] for i in params)
-        table[key] = (float(r[obj]), float(r[std]) if std is not None else 0.0)
+        b = int(float(r[size])) if size is not None else 0
+        table.setdefault(key, {})[b] = (float(r[obj]), float(r[std]) if std is not None else 0.0)
+    sizes = sorted({b for v in table.values() for b in v})
+    table = {k: v for k, v in table.items() if len(v) == len(sizes)}  # measurable at every size
     names = [header[i] for i in params]
     default = tuple(body[0][i] for i in params)
-    return names, domains, table, default
+    return names, domains, table, default, sizes
 
 
 def quantile(xs, q):
@@ -62,14 +69,18 @@ def quantile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def run(names, domains, table, default, seed, max_evals):
+def run(names, domains, table, default, sizes, seed, max_evals):
     rng = np.random.default_rng(seed)
-    optimum = max(v for v, _ in table.values())
+    optimum = {b: max(v[b][0] for v in table.values()) for b in sizes}
     numeric = {n: all(_isnum(x) for x in domains[n]) for n in names}
-    best_seen, best_true, fractions = -math.inf, 0.0, []
+    best_seen = {b: -math.inf for b in sizes}
+    best_true = {b: 0.0 for b in sizes}
+    fractions = []
+
+    def fraction():
+        return sum(best_true[b] / optimum[b] for b in sizes) / len(sizes)
 
     def objective(trial):
-        nonlocal best_seen, best_true
         key = []
         for n in names:
             if numeric[n]:  # ordinal: an integer index, so TPE sees the order
@@ -78,14 +89,17 @@ def run(names, domains, table, default, seed, max_evals):
                 key.append(trial.suggest_categorical(n, domains[n]))
         key = tuple(key)
         if key not in table:
-            fractions.append(best_true / optimum)
+            fractions.append(fraction())
             return float("nan")  # an invalid config: a failed trial
-        value, std = table[key]
-        noisy = value + std * rng.standard_normal()
-        if noisy > best_seen:
-            best_seen, best_true = noisy, value
-        fractions.append(best_true / optimum)
-        return noisy
+        log_sum = 0.0
+        for b in sizes:
+            value, std = table[key][b]
+            noisy = value + std * rng.standard_normal()
+            if noisy > best_seen[b]:
+                best_seen[b], best_true[b] = noisy, value
+            log_sum += math.log(max(noisy, 1e-300))
+        fractions.append(fraction())
+        return log_sum / len(sizes)  # the geometric mean over sizes, as a study's trial value
 
     sampler = optuna.samplers.TPESampler(multivariate=True, seed=seed)
     study = optuna.create_study(direction="maximize", sampler=sampler)
@@ -106,36 +120,52 @@ def _isnum(s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("landscapes", nargs="+")
-    ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--max-evals", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=20, help="runs per landscape (seeds 1..N)")
+    ap.add_argument("--max-evals", type=int, default=100)
+    ap.add_argument("--group", help="pool every landscape into one row with this name; each run's seed is "
+                    "the number in the file name (family-N.csv)")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    print(f"{'landscape':16} {'strategy':8} {'seeds':>5} {'configs':>7} {'evals to 95% (IQR)':>18} "
-          f"{'evals to 98% (IQR)':>18} {'@25':>6} {'@50':>6} {'@100':>6} {'s/run':>8}")
+    print(f"{'landscapes':14} {'strategy':14} {'runs':>4}  {'obs to 95% med/p75/max':17} {'obs to 98%':17} "
+          f"{'rec to 95%':17} {'rec to 98%':17} {'@25':>5} {'@50':>5} {'@100':>5} {'s/run':>6}")
+    jobs = []  # (group, path, seed)
     for path in args.landscapes:
-        names, domains, table, default = load(path)
+        base = os.path.splitext(os.path.basename(path))[0]
+        if args.group:
+            digits = "".join(ch for ch in base if ch.isdigit())
+            jobs.append((args.group, path, [int(digits) if digits else 1]))
+        else:
+            jobs.append((base, path, list(range(1, args.seeds + 1))))
+    groups = []
+    for g, _, _ in jobs:
+        if g not in groups:
+            groups.append(g)
+    for group in groups:
         res = {k: [] for k in ("to95", "to98", "at25", "at50", "at100", "secs")}
-        for seed in range(1, args.seeds + 1):
-            f, secs = run(names, domains, table, default, seed, args.max_evals)
+        for g, path, seeds in jobs:
+            if g != group:
+                continue
+            names, domains, table, default, sizes = load(path)
+            for seed in seeds:
+                f, secs = run(names, domains, table, default, sizes, seed, args.max_evals)
 
-            def first(goal):
-                return next((i + 1 for i, x in enumerate(f) if x >= goal), args.max_evals + 1)
+                def first(goal):
+                    return next((i + 1 for i, x in enumerate(f) if x >= goal), args.max_evals + 1)
 
-            res["to95"].append(first(0.95))
-            res["to98"].append(first(0.98))
-            for n in (25, 50, 100):
-                res[f"at{n}"].append(f[min(n, len(f)) - 1])
-            res["secs"].append(secs)
+                res["to95"].append(first(0.95))
+                res["to98"].append(first(0.98))
+                for n in (25, 50, 100):
+                    res[f"at{n}"].append(f[min(n, len(f)) - 1])
+                res["secs"].append(secs)
 
         def evals(xs):
             show = lambda x: f">{args.max_evals}" if x > args.max_evals else f"{x:.0f}"
-            return f"{show(quantile(xs, 0.5))} ({show(quantile(xs, 0.25))}-{show(quantile(xs, 0.75))})"
+            return f"{show(quantile(xs, 0.5))}/{show(quantile(xs, 0.75))}/{show(max(xs))}"
 
-        base = os.path.splitext(os.path.basename(path))[0]
-        print(f"{base:16} {'tpe':8} {args.seeds:5d} {len(table):7d} {evals(res['to95']):>18} {evals(res['to98']):>18} "
-              f"{statistics.median(res['at25']):6.3f} {statistics.median(res['at50']):6.3f} "
-              f"{statistics.median(res['at100']):6.3f} {statistics.median(res['secs']):8.2f}", flush=True)
+        print(f"{group:14} {'tpe':14} {len(res['to95']):4d}  {evals(res['to95']):17} {evals(res['to98']):17} "
+              f"{'-':17} {'-':17} {statistics.median(res['at25']):5.3f} {statistics.median(res['at50']):5.3f} "
+              f"{statistics.median(res['at100']):5.3f} {statistics.median(res['secs']):6.2f}", flush=True)
 
 
 if __name__ == "__main__":

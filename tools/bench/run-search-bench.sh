@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# The search benchmark of docs/benchmarks.md: acceltune's strategies and Optuna's multivariate
-# TPE on the same landscapes and seeds. Needs a build (tools/build.sh) and python3-optuna.
-# usage: tools/bench/run-search-bench.sh [SEEDS] [OUT_DIR]
+# The search benchmark of docs/benchmarks.md, on landscapes no strategy was tuned on: held-out
+# instances of the seeded landscape family (tools/bench/landscape_family.hpp; the strategies were
+# tuned on seeds 1-40) and the host-copy landscape recorded on the development machine.
+# acceltune's strategies and Optuna's multivariate TPE run on the same instances with the same
+# counting. Needs a build (tools/build.sh) and Debian's python3-optuna for the TPE rows.
+# usage: tools/bench/run-search-bench.sh [FAMILY_SEEDS] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seeds=${1:-20}
+family=${1:-101:140}
 out=${2:-build/search-bench}
+bench=build/tools/acceltune-search-bench
 mkdir -p "$out"
-python3 tools/bench/make_landscapes.py "$out" --seeds 1,2,3 >/dev/null
-lands=(tools/bench/landscapes/host-copy-16M.csv "$out"/synthetic-1.csv "$out"/synthetic-2.csv "$out"/synthetic-3.csv)
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) seeds=$seeds"
-build/tools/acceltune-search-bench "${lands[@]}" --seeds "$seeds" --max-evals 200 --strategies bayes,halving-bayes,local,halving
-# Random needs far more evaluations before it reaches 98%; it costs nothing to run longer.
-build/tools/acceltune-search-bench "${lands[@]}" --seeds "$seeds" --max-evals 5000 --strategies random | tail -n +2
-/usr/bin/python3 tools/bench/optuna_bench.py "${lands[@]}" --seeds "$seeds" --max-evals 300 | tail -n +2
+rm -rf "$out/family"
+"$bench" --family "$family" --write-family "$out/family" >/dev/null
+host=tools/bench/landscapes/host-copy-16M.csv
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) family=$family"
+"$bench" --family "$family" --max-evals 200 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" |
+  grep -v '^family-'
+# Random needs far more evaluations to reach 98%; it costs nothing to run longer.
+"$bench" --family "$family" --max-evals 3000 --recommend-until 0 --strategies random | grep -v '^family-' | tail -n +2
+if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
+  /usr/bin/python3 tools/bench/optuna_bench.py "$out"/family/*.csv --group family --max-evals 300 | tail -n +2
+else
+  echo "(python3-optuna is not installed: no TPE rows)"
+fi
+echo
+"$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,halving
+"$bench" "$host" --seeds 20 --max-evals 1000 --recommend-until 0 --strategies random | tail -n +2
+if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
+  /usr/bin/python3 tools/bench/optuna_bench.py "$host" --seeds 20 --max-evals 300 | tail -n +2
+fi

@@ -1,0 +1,71 @@
+// posterior-mean: the noise-aware recommendation. A Gaussian process (search/gp.hpp) over every
+// full-effort measurement of the study, the size an input when there are several, ranks the
+// measured configs per size by their posterior mean: a config whose neighbours measured well
+// ranks above an equally lucky one whose neighbours did not.
+#include <algorithm>
+#include <cmath>
+
+#include "search/gp.hpp"
+#include "tuner/recommend.hpp"
+#include "tuner/strategy.hpp"
+
+namespace acceltune {
+namespace {
+
+// Below this many measurements a model knows too little; above kFitSample the hyper-parameters
+// are fitted on a sample (the fit is cubic in its size), the posterior on everything.
+constexpr size_t kMinObservations = 6;
+constexpr size_t kFitSample = 300;
+constexpr size_t kMaxObservations = 3000;
+
+Expected<Ranking> rank_posterior(const Space& space, const std::vector<Trial>& trials,
+                                 const std::vector<uint64_t>& sizes, uint64_t seed) {
+  struct Obs {
+    const Trial* trial;
+    uint64_t bytes;
+    double value;
+  };
+  std::vector<Obs> obs;
+  for (const auto& t : trials) {
+    if (t.effort < 1.0) continue;
+    for (uint64_t bytes : sizes) {
+      const Measurement* m = t.at_size(bytes);
+      if (m && m->state == State::ok && std::isfinite(m->value)) obs.push_back({&t, bytes, m->value});
+    }
+  }
+  if (obs.size() < kMinObservations || obs.size() > kMaxObservations) return rank_by_observed(trials, sizes);
+  PointEncoder enc(space, sizes);
+  std::vector<GpPoint> points;
+  std::vector<double> values;
+  std::vector<uint64_t> bytes;
+  for (const auto& o : obs) {
+    points.push_back(enc.point(o.trial->config, o.bytes));
+    values.push_back(o.value);
+    bytes.push_back(o.bytes);
+  }
+  const Targets targets = standardise(values, bytes);
+  CandidateGp gp(enc.ordered_dims(), enc.categorical_dims());
+  gp.set_observations(points);
+  gp.fit_sampled(targets.y, hash_combine(seed, "recommend"), obs.size() <= kFitSample ? 3 : 2, kFitSample);
+  Eigen::VectorXd mean, var, mean_obs;
+  gp.posterior(targets.y, mean, var, &mean_obs);
+  Ranking r;
+  for (uint64_t b : sizes) r[b];
+  for (size_t i = 0; i < obs.size(); ++i) {
+    const double predicted = targets.to_value(mean_obs[static_cast<Eigen::Index>(i)], obs[i].bytes);
+    if (!std::isfinite(predicted)) return rank_by_observed(trials, sizes);
+    r[obs[i].bytes].push_back({obs[i].trial->number, predicted, obs[i].value});
+  }
+  for (auto& [b, list] : r) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const RankedTrial& x, const RankedTrial& y) { return x.predicted > y.predicted; });
+  }
+  return r;
+}
+
+}  // namespace
+
+ACCELTUNE_REGISTER(RecommenderInfo, "posterior-mean",
+                   (RecommenderInfo{"the measured config with the best Gaussian-process posterior mean", rank_posterior}))
+
+}  // namespace acceltune
