@@ -102,9 +102,9 @@ void CandidateGp::rebuild() {
     llt.compute(K);
   }
   L_ = llt.matrixL();
-  Eigen::MatrixXd KC(n, m);
-  for (Eigen::Index j = 0; j < m; ++j) {
-    for (Eigen::Index i = 0; i < n; ++i) KC(i, j) = kernel(hyper_, obs_[static_cast<size_t>(i)], cands_[static_cast<size_t>(j)]);
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> KC(n, m);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j < m; ++j) KC(i, j) = kernel(hyper_, obs_[static_cast<size_t>(i)], cands_[static_cast<size_t>(j)]);
   }
   L_.triangularView<Eigen::Lower>().solveInPlace(KC);
   V_.swap(KC);

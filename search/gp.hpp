@@ -73,7 +73,9 @@ class CandidateGp {
   std::vector<GpPoint> obs_;
   GpHyper hyper_;
   Eigen::MatrixXd L_;  // Cholesky factor of K(X,X) + noise I (+ jitter)
-  Eigen::MatrixXd V_;  // L^-1 K(X, C), observations x candidates
+  // L^-1 K(X, C), observations x candidates. Row-major, so an observation's new row is appended
+  // in place instead of the whole matrix being copied (it is the model's largest object).
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_;
   double jitter_ = 0;
 };
 
