@@ -15,18 +15,22 @@ rm -rf "$out/family"
 "$bench" --family "$family" --write-family "$out/family" >/dev/null
 host=tools/bench/landscapes/host-copy-16M.csv
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) family=$family"
-"$bench" --family "$family" --max-evals 200 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" |
+# Optuna runs beside acceltune's strategies (one core each); its rows are printed after theirs.
+have_optuna=0
+if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
+  have_optuna=1
+  (/usr/bin/python3 tools/bench/optuna_bench.py "$out"/family/*.csv --group family --max-evals 300 | tail -n +2
+   /usr/bin/python3 tools/bench/optuna_bench.py "$host" --seeds 20 --max-evals 300 | tail -n +2) >"$out/tpe.txt" &
+fi
+"$bench" --family "$family" --max-evals 100 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" |
   grep -v '^family-'
 # Random needs far more evaluations to reach 98%; it costs nothing to run longer.
 "$bench" --family "$family" --max-evals 3000 --recommend-until 0 --strategies random | grep -v '^family-' | tail -n +2
-if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
-  /usr/bin/python3 tools/bench/optuna_bench.py "$out"/family/*.csv --group family --max-evals 300 | tail -n +2
+"$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,halving | tail -n +2
+"$bench" "$host" --seeds 20 --max-evals 1000 --recommend-until 0 --strategies random | tail -n +2
+if ((have_optuna)); then
+  wait
+  cat "$out/tpe.txt"
 else
   echo "(python3-optuna is not installed: no TPE rows)"
-fi
-echo
-"$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,halving
-"$bench" "$host" --seeds 20 --max-evals 1000 --recommend-until 0 --strategies random | tail -n +2
-if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
-  /usr/bin/python3 tools/bench/optuna_bench.py "$host" --seeds 20 --max-evals 300 | tail -n +2
 fi
