@@ -153,7 +153,7 @@ Expected<StudyData> load_study_dir(const std::string& dir) {
     d.finished = true;
     if (!d.best.unit.empty()) d.unit = d.best.unit;
   } else {
-    d.best = compute_best(d.space, d.workload, d.trials, d.unit);
+    d.best = compute_recommended_best(d.space, d.workload, d.trials, d.unit, d.study.value("seed", uint64_t{1}));
   }
   d.best.study = d.study;
   return d;

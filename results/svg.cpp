@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -174,6 +175,14 @@ std::string tick_label(Scale scale, double v) {
 
 namespace {
 
+// A tick's label on an axis: its category's name, or the number; none past the last category.
+std::optional<std::string> axis_tick_label(const Axis& axis, double t) {
+  if (axis.scale != Scale::category) return tick_label(axis.scale, t);
+  const auto i = static_cast<size_t>(std::llround(t));
+  if (i >= axis.categories.size()) return std::nullopt;
+  return axis.categories[i];
+}
+
 std::string marker_svg(Marker m, double x, double y, const std::string& color, const std::string& tip) {
   const std::string title = tip.empty() ? "" : "<title>" + escape(tip) + "</title>";
   auto wrap = [&](const std::string& open, const std::string& tag) {
@@ -269,14 +278,9 @@ std::string render_panel(const Chart& c, double x0, double y0) {
   const double xlo = inverse(c.x.scale, rx.lo), xhi = inverse(c.x.scale, rx.hi);
   for (double t : ticks(c.x.scale, xlo, xhi)) {
     const double x = px(t);
-    std::string label;
-    if (c.x.scale == Scale::category) {
-      const auto i = static_cast<size_t>(std::llround(t));
-      if (i >= c.x.categories.size()) continue;
-      label = c.x.categories[i];
-    } else {
-      label = tick_label(c.x.scale, t);
-    }
+    const auto named = axis_tick_label(c.x, t);
+    if (!named) continue;
+    const std::string& label = *named;
     o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e3e3e3"/>)~", num(x), num(top), num(top + ph));
     // A category label may have a second line (a count) after a newline.
     const size_t nl = label.find('\n');
@@ -291,14 +295,9 @@ std::string render_panel(const Chart& c, double x0, double y0) {
   }
   const double ylo = inverse(c.y.scale, ry.lo), yhi = inverse(c.y.scale, ry.hi);
   for (double t : ticks(c.y.scale, ylo, yhi)) {
-    std::string label;
-    if (c.y.scale == Scale::category) {
-      const auto i = static_cast<size_t>(std::llround(t));
-      if (i >= c.y.categories.size()) continue;
-      label = c.y.categories[i];
-    } else {
-      label = tick_label(c.y.scale, t);
-    }
+    const auto named = axis_tick_label(c.y, t);
+    if (!named) continue;
+    const std::string& label = *named;
     const double y = py(t);
     o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#e3e3e3"/>)~", num(left), num(y), num(left + pw));
     o += fmt::format(R"~(<text x="{}" y="{}" font-size="11" text-anchor="end">{}</text>)~", num(left - 5), num(y + 4),

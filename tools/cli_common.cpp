@@ -204,9 +204,7 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   int torn = 0;
   ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
   const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
-  std::string ranked_by;
-  const Ranking ranking = rank_measured(space, trials, w.sizes, study.value("seed", uint64_t{1}), &ranked_by);
-  BestTable b = compute_best(space, w, trials, unit, &ranking, ranked_by);
+  BestTable b = compute_recommended_best(space, w, trials, unit, study.value("seed", uint64_t{1}));
   b.study = study;
   return LoadedStudy{std::move(study), std::move(b)};
 }

@@ -150,6 +150,15 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
   return b;
 }
 
+BestTable compute_recommended_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
+                                   const std::string& unit, uint64_t seed, Ranking* ranking) {
+  std::string ranked_by;
+  Ranking r = rank_measured(space, trials, workload.sizes, seed, &ranked_by);
+  BestTable b = compute_best(space, workload, trials, unit, &r, ranked_by);
+  if (ranking) *ranking = std::move(r);
+  return b;
+}
+
 BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
                        const std::string& unit, const Ranking* ranking, const std::string& ranked_by) {
   BestTable b;

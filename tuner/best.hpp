@@ -93,6 +93,10 @@ struct BestTable {
 BestTable compute_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
                        const std::string& unit, const Ranking* ranking = nullptr,
                        const std::string& ranked_by = "observed");
+// compute_best with the noise-aware ranking of rank_measured (seeded by the study's seed); the
+// ranking goes to `ranking` when given, for certification to re-measure its top.
+BestTable compute_recommended_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
+                                   const std::string& unit, uint64_t seed, Ranking* ranking = nullptr);
 
 // Groups adjacent sizes by chosen config into ranges and picks the export config.
 void finish_ranges(BestTable& b);

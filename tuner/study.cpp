@@ -256,9 +256,8 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
 
   // Noise-aware: the recommended config per size is the best posterior mean among the measured
   // ones, and certification re-measures the top of that order.
-  std::string ranked_by;
-  const Ranking ranking = rank_measured(space, out.trials, workload.sizes, options.seed, &ranked_by);
-  out.best = compute_best(space, workload, out.trials, kernel.unit(), &ranking, ranked_by);
+  Ranking ranking;
+  out.best = compute_recommended_best(space, workload, out.trials, kernel.unit(), options.seed, &ranking);
   if (options.certify.top > 0 && out.best.trials_ok > 0) {
     certify(out.best, space, out.trials, runner, options.certify, log, options.on_certify_progress, &ranking);
   }
