@@ -84,6 +84,14 @@ class Plugin {
     if (version <= 4) {
       // v2, v3 and v4 share the layout of init.
       rc = static_cast<const acc_ncclTuner_v2_t*>(sym_)->init(ranks, nodes, capture_log, &context_);
+    } else if (version >= 7) {
+      // v7's constants are larger than v5's (a fifth compute-capability row).
+      acc_ncclNvlDomainInfo_v7_t nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
+      acc_ncclTunerConstants_v7_t constants{};
+      const acc_ncclTunerConstants_v7_t before = constants;
+      rc = static_cast<const acc_ncclTuner_v7_t*>(sym_)->init(&context_, 42, ranks, nodes, capture_log, &nvl,
+                                                              &constants);
+      constants_untouched_ = std::memcmp(&before, &constants, sizeof constants) == 0;
     } else {
       acc_ncclNvlDomainInfo_v5_t nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
       acc_ncclTunerConstants_v5_t constants{};
@@ -137,8 +145,12 @@ class Plugin {
         rc = static_cast<const acc_ncclTuner_v5_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
                                                                        reg_buff, &ch.channels);
         break;
-      default:
+      case 6:
         rc = static_cast<const acc_ncclTuner_v6_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
+                                                                       reg_buff, &ch.channels);
+        break;
+      default:
+        rc = static_cast<const acc_ncclTuner_v7_t*>(sym_)->getCollInfo(context_, f, bytes, pipe_ops, table, num_algo, 3,
                                                                        reg_buff, &ch.channels);
     }
     EXPECT_EQ(rc, acc_ncclSuccess);
@@ -152,13 +164,15 @@ class Plugin {
     return ch;
   }
 
-  // The chunk size after getChunkSize (v6), starting from NCCL's `computed`.
+  // The chunk size after getChunkSize (v6 and v7), starting from NCCL's `computed`.
   size_t chunk(int coll, size_t bytes, int algorithm, int protocol, size_t computed) {
     size_t c = computed;
-    const auto* v6 = static_cast<const acc_ncclTuner_v6_t*>(sym_);
-    EXPECT_NE(v6->getChunkSize, nullptr);
-    EXPECT_EQ(v6->getChunkSize(context_, static_cast<acc_ncclFunc_t>(coll), bytes, algorithm, protocol, 8, &c),
-              acc_ncclSuccess);
+    const auto hook = version_ >= 7 ? static_cast<const acc_ncclTuner_v7_t*>(sym_)->getChunkSize
+                                    : static_cast<const acc_ncclTuner_v6_t*>(sym_)->getChunkSize;
+    EXPECT_NE(hook, nullptr);
+    if (hook) {
+      EXPECT_EQ(hook(context_, static_cast<acc_ncclFunc_t>(coll), bytes, algorithm, protocol, 8, &c), acc_ncclSuccess);
+    }
     return c;
   }
 
@@ -213,7 +227,7 @@ class EveryVersion : public ::testing::TestWithParam<int> {};
 TEST(NcclPlugin, ExportsEveryInterfaceVersion) {
   void* lib = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
-  for (int v = 2; v <= 6; ++v) {
+  for (int v = 2; v <= 7; ++v) {
     const auto* sym =
         static_cast<const acc_ncclTuner_v2_t*>(dlsym(lib, ("ncclTunerPlugin_v" + std::to_string(v)).c_str()));
     ASSERT_NE(sym, nullptr) << "v" << v;
@@ -221,6 +235,8 @@ TEST(NcclPlugin, ExportsEveryInterfaceVersion) {
   }
   const auto* v6 = static_cast<const acc_ncclTuner_v6_t*>(dlsym(lib, "ncclTunerPlugin_v6"));
   EXPECT_NE(v6->getChunkSize, nullptr);
+  const auto* v7 = static_cast<const acc_ncclTuner_v7_t*>(dlsym(lib, "ncclTunerPlugin_v7"));
+  EXPECT_NE(v7->getChunkSize, nullptr);
   // Nothing of the implementation leaks into NCCL's namespace.
   EXPECT_EQ(
       dlsym(lib, "_ZN9acceltune11nccl_plugin11parse_tableERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),
@@ -375,12 +391,14 @@ TEST_P(EveryVersion, ReadsTheExampleTunersVariable) {
   EXPECT_EQ(p.decide(kAllReduce, 10, c), (Choice{kTree, kLL, 7}));
 }
 
-INSTANTIATE_TEST_SUITE_P(NcclPlugin, EveryVersion, ::testing::Values(2, 3, 4, 5, 6),
+INSTANTIATE_TEST_SUITE_P(NcclPlugin, EveryVersion, ::testing::Values(2, 3, 4, 5, 6, 7),
                          [](const auto& tp) { return "v" + std::to_string(tp.param); });
 
-TEST(NcclPlugin, ChunkSizeFromTheTable) {
+class ChunkSizeVersion : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChunkSizeVersion, ChunkSizeFromTheTable) {
   TableFile table(kTable);
-  Plugin p(6, 8, 1);
+  Plugin p(GetParam(), 8, 1);
   ASSERT_TRUE(p.ready()) << p.why();
   EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kRing, kSimple, 131072), 524288u);
   EXPECT_EQ(p.chunk(kAllReduce, 1048576, kRing, kSimple, 131072), 524288u);
@@ -389,6 +407,9 @@ TEST(NcclPlugin, ChunkSizeFromTheTable) {
   EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kLL, 131072), 131072u);
   EXPECT_EQ(p.chunk(kAllGather, 1 << 30, kRing, kSimple, 131072), 131072u);
 }
+
+INSTANTIATE_TEST_SUITE_P(NcclPlugin, ChunkSizeVersion, ::testing::Values(6, 7),
+                         [](const auto& tp) { return "v" + std::to_string(tp.param); });
 
 // A study directory written through the project's own code: four sizes, three ranges, the last
 // one where the default won.
@@ -445,7 +466,7 @@ TEST(NcclPlugin, ExportedTableRoundTrips) {
   EXPECT_NE(text.find("# acceltune fingerprint: " + probe_fingerprint()["id"].get<std::string>()), std::string::npos);
 
   setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / "table.csv").c_str(), 1);
-  for (int v = 2; v <= 6; ++v) {
+  for (int v = 2; v <= 7; ++v) {
     g_log.clear();
     Plugin p(v, 8, 1);
     ASSERT_TRUE(p.ready()) << p.why();

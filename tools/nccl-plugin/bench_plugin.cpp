@@ -1,6 +1,6 @@
 // Per-call decision cost of the NCCL tuner plugin with a 100-row table, called through the
 // dlopen()ed interface as NCCL calls it: a size inside a row (hit) and a size no row covers
-// (miss), for the cost-table interface (v5) and the chunk-size hook (v6).
+// (miss), for the cost-table interface (v5) and the chunk-size hook, through the newest interface (v7).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ namespace {
 
 struct Loaded {
   void* lib = nullptr;
-  const acc_ncclTuner_v6_t* v6 = nullptr;
+  const acc_ncclTuner_v7_t* v7 = nullptr;
   void* context = nullptr;
   std::string table_path;
 
@@ -42,11 +42,11 @@ struct Loaded {
     setenv("ACCELTUNE_NCCL_TUNER_TABLE", table_path.c_str(), 1);
     lib = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;
-    v6 = static_cast<const acc_ncclTuner_v6_t*>(dlsym(lib, "ncclTunerPlugin_v6"));
-    if (v6) v6->init(&context, 1, 8, 1, nullptr, nullptr, nullptr);
+    v7 = static_cast<const acc_ncclTuner_v7_t*>(dlsym(lib, "ncclTunerPlugin_v7"));
+    if (v7) v7->init(&context, 1, 8, 1, nullptr, nullptr, nullptr);
   }
   ~Loaded() {
-    if (v6 && context) v6->finalize(context);
+    if (v7 && context) v7->finalize(context);
     if (lib) dlclose(lib);
     if (!table_path.empty()) unlink(table_path.c_str());
   }
@@ -59,7 +59,7 @@ Loaded& loaded() {
 
 void coll_info(benchmark::State& state, size_t bytes) {
   Loaded& l = loaded();
-  if (!l.v6 || !l.context) {
+  if (!l.v7 || !l.context) {
     state.SkipWithError("the plugin did not load");
     return;
   }
@@ -71,7 +71,7 @@ void coll_info(benchmark::State& state, size_t bytes) {
     costs[ACC_NCCL_ALGO_NVLS][ACC_NCCL_PROTO_SIMPLE] = ACC_NCCL_ALGO_PROTO_IGNORE;
     benchmark::ClobberMemory();
     int channels = 0;
-    l.v6->getCollInfo(l.context, acc_ncclFuncAllReduce, bytes, 1, reinterpret_cast<float**>(costs),
+    l.v7->getCollInfo(l.context, acc_ncclFuncAllReduce, bytes, 1, reinterpret_cast<float**>(costs),
                       ACC_NCCL_NUM_ALGORITHMS, ACC_NCCL_NUM_PROTOCOLS, 0, &channels);
     benchmark::DoNotOptimize(channels);
     benchmark::DoNotOptimize(costs);
@@ -93,13 +93,13 @@ void reset_only(benchmark::State& state) {
 
 void chunk_size(benchmark::State& state, size_t bytes) {
   Loaded& l = loaded();
-  if (!l.v6 || !l.context) {
+  if (!l.v7 || !l.context) {
     state.SkipWithError("the plugin did not load");
     return;
   }
   for (auto _ : state) {
     size_t chunk = 131072;
-    l.v6->getChunkSize(l.context, acc_ncclFuncAllReduce, bytes, ACC_NCCL_ALGO_RING, ACC_NCCL_PROTO_LL128, 8, &chunk);
+    l.v7->getChunkSize(l.context, acc_ncclFuncAllReduce, bytes, ACC_NCCL_ALGO_RING, ACC_NCCL_PROTO_LL128, 8, &chunk);
     benchmark::DoNotOptimize(chunk);
   }
 }

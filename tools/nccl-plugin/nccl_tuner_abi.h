@@ -1,7 +1,7 @@
 /* The binary interface between NCCL and an external tuner plugin, declared from NCCL's published
- * interface (versions 2 to 6) so the plugin builds without NCCL installed. NCCL finds the plugin
+ * interface (versions 2 to 7) so the plugin builds without NCCL installed. NCCL finds the plugin
  * by dlopen()ing libnccl-tuner-NAME.so (NCCL_TUNER_PLUGIN=NAME) and looks up one data symbol per
- * version, newest first: ncclTunerPlugin_v6, _v5, ... _v2. Every layout here must stay exactly as
+ * version, newest first: ncclTunerPlugin_v7, _v6, ... _v2. Every layout here must stay exactly as
  * NCCL reads it: field order and types are the contract, names are ours. */
 #ifndef ACCELTUNE_NCCL_TUNER_ABI_H
 #define ACCELTUNE_NCCL_TUNER_ABI_H
@@ -147,6 +147,32 @@ typedef struct {
   acc_ncclResult_t (*getChunkSize)(void* context, acc_ncclFunc_t collType, size_t nBytes, int algorithm, int protocol,
                                    int nChannels, size_t* chunkSize);
 } acc_ncclTuner_v6_t;
+
+/* v7: the tuning constants gain a fifth compute-capability row; the functions keep v6's shape. */
+typedef acc_ncclNvlDomainInfo_v5_t acc_ncclNvlDomainInfo_v7_t;
+#define ACC_NCCL_V7_NUM_COMPCAPS 5
+
+typedef struct {
+  double baseLatencies[ACC_NCCL_V5_NUM_ALGORITHMS][ACC_NCCL_V5_NUM_PROTOCOLS];
+  double hwLatencies[ACC_NCCL_V5_NUM_HW_LINKS][ACC_NCCL_V5_NUM_ALGORITHMS][ACC_NCCL_V5_NUM_PROTOCOLS];
+  double llMaxBws[ACC_NCCL_V7_NUM_COMPCAPS][ACC_NCCL_V5_NUM_TUNING_SCALES];
+  double perChMaxRingLL128Bws[ACC_NCCL_V7_NUM_COMPCAPS][ACC_NCCL_V5_NUM_TUNING_SCALES];
+  double perChMaxTreeLL128Bws[ACC_NCCL_V7_NUM_COMPCAPS][ACC_NCCL_V5_NUM_TUNING_SCALES];
+  double perChMaxTreeBws[ACC_NCCL_V7_NUM_COMPCAPS][ACC_NCCL_V5_NUM_TUNING_SCALES];
+  double perChMaxNVLSTreeBws[ACC_NCCL_V7_NUM_COMPCAPS][ACC_NCCL_V5_NUM_TUNING_SCALES];
+} acc_ncclTunerConstants_v7_t;
+
+typedef struct {
+  const char* name;
+  acc_ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                           acc_ncclDebugLogger_t logFunction, acc_ncclNvlDomainInfo_v7_t* nvlDomainInfo,
+                           acc_ncclTunerConstants_v7_t* constants);
+  acc_ncclResult_t (*getCollInfo)(void* context, acc_ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                                  float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+  acc_ncclResult_t (*finalize)(void* context);
+  acc_ncclResult_t (*getChunkSize)(void* context, acc_ncclFunc_t collType, size_t nBytes, int algorithm, int protocol,
+                                   int nChannels, size_t* chunkSize);
+} acc_ncclTuner_v7_t;
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 // libnccl-tuner-acceltune.so: an NCCL tuner plugin that applies the table `acceltune export
 // --format nccl-tuner` writes. NCCL_TUNER_PLUGIN=acceltune loads it; the table's path comes from
 // ACCELTUNE_NCCL_TUNER_TABLE, else NCCL_TUNER_CONFIG_FILE (the variable NCCL's example tuner
-// reads, so its files keep working). Every interface version from v2 to v6 is exported.
+// reads, so its files keep working). Every interface version from v2 to v7 is exported.
 //
 // Whatever goes wrong, NCCL's own choice stands: init always succeeds (a context with an empty
 // table when the file is missing or bad, reported once through NCCL's logger), and the per-call
@@ -211,6 +211,12 @@ acc_ncclResult_t init_v5(void** context, uint64_t, size_t ranks, size_t nodes, a
   return acc_ncclSuccess;
 }
 
+acc_ncclResult_t init_v7(void** context, uint64_t, size_t ranks, size_t nodes, acc_ncclDebugLogger_t log,
+                         acc_ncclNvlDomainInfo_v7_t*, acc_ncclTunerConstants_v7_t*) {
+  if (context) *context = make_context(ranks, nodes, log);
+  return acc_ncclSuccess;
+}
+
 acc_ncclResult_t coll_info_v3(void* context, acc_ncclFunc_t coll, size_t bytes, int pipe_ops, float** cost_table,
                               int num_algo, int num_proto, int* channels) {
   // v3 does not say whether buffers are registered; rows that require either value do not apply.
@@ -233,4 +239,6 @@ ACCELTUNE_EXPORT const acc_ncclTuner_v4_t ncclTunerPlugin_v4 = {"acceltune", np:
 ACCELTUNE_EXPORT const acc_ncclTuner_v5_t ncclTunerPlugin_v5 = {"acceltune", np::init_v5, np::coll_info_table,
                                                                 np::destroy_context};
 ACCELTUNE_EXPORT const acc_ncclTuner_v6_t ncclTunerPlugin_v6 = {"acceltune", np::init_v5, np::coll_info_table,
+                                                                np::destroy_context, np::chunk_size_v6};
+ACCELTUNE_EXPORT const acc_ncclTuner_v7_t ncclTunerPlugin_v7 = {"acceltune", np::init_v7, np::coll_info_table,
                                                                 np::destroy_context, np::chunk_size_v6};
