@@ -85,20 +85,9 @@ class Plugin {
       // v2, v3 and v4 share the layout of init.
       rc = static_cast<const acc_ncclTuner_v2_t*>(sym_)->init(ranks, nodes, capture_log, &context_);
     } else if (version >= 7) {
-      // v7's constants are larger than v5's (a fifth compute-capability row).
-      acc_ncclNvlDomainInfo_v7_t nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
-      acc_ncclTunerConstants_v7_t constants{};
-      const acc_ncclTunerConstants_v7_t before = constants;
-      rc = static_cast<const acc_ncclTuner_v7_t*>(sym_)->init(&context_, 42, ranks, nodes, capture_log, &nvl,
-                                                              &constants);
-      constants_untouched_ = std::memcmp(&before, &constants, sizeof constants) == 0;
+      rc = init_v5_layout<acc_ncclTuner_v7_t, acc_ncclNvlDomainInfo_v7_t, acc_ncclTunerConstants_v7_t>(ranks, nodes);
     } else {
-      acc_ncclNvlDomainInfo_v5_t nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
-      acc_ncclTunerConstants_v5_t constants{};
-      const acc_ncclTunerConstants_v5_t before = constants;
-      rc = static_cast<const acc_ncclTuner_v5_t*>(sym_)->init(&context_, 42, ranks, nodes, capture_log, &nvl,
-                                                              &constants);
-      constants_untouched_ = std::memcmp(&before, &constants, sizeof constants) == 0;
+      rc = init_v5_layout<acc_ncclTuner_v5_t, acc_ncclNvlDomainInfo_v5_t, acc_ncclTunerConstants_v5_t>(ranks, nodes);
     }
     init_ok_ = rc == acc_ncclSuccess && context_ != nullptr;
   }
@@ -112,6 +101,19 @@ class Plugin {
     }
     if (lib_) dlclose(lib_);
   }
+  // init of v5 and later, whose constants NCCL owns: the plugin must leave them as they were
+  // (v7's constants are larger than v5's, a fifth compute-capability row).
+  template <class Tuner, class NvlDomainInfo, class Constants>
+  acc_ncclResult_t init_v5_layout(size_t ranks, size_t nodes) {
+    NvlDomainInfo nvl{1, static_cast<int>(ranks), static_cast<int>(ranks)};
+    Constants constants{};
+    const Constants before = constants;
+    const acc_ncclResult_t rc =
+        static_cast<const Tuner*>(sym_)->init(&context_, 42, ranks, nodes, capture_log, &nvl, &constants);
+    constants_untouched_ = std::memcmp(&before, &constants, sizeof constants) == 0;
+    return rc;
+  }
+
   bool ready() const { return lib_ && sym_ && init_ok_; }
   std::string why() const { return lib_ ? "no symbol or init failed" : dlerror(); }
   bool constants_untouched() const { return constants_untouched_; }

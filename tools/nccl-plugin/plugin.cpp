@@ -205,14 +205,11 @@ acc_ncclResult_t init_v2(size_t ranks, size_t nodes, acc_ncclDebugLogger_t log, 
   return acc_ncclSuccess;
 }
 
+// v5 and later: the NVLink domain facts and NCCL's constants are not used (or changed), so one
+// body serves every layout of them.
+template <class NvlDomainInfo, class Constants>
 acc_ncclResult_t init_v5(void** context, uint64_t, size_t ranks, size_t nodes, acc_ncclDebugLogger_t log,
-                         acc_ncclNvlDomainInfo_v5_t*, acc_ncclTunerConstants_v5_t*) {
-  if (context) *context = make_context(ranks, nodes, log);
-  return acc_ncclSuccess;
-}
-
-acc_ncclResult_t init_v7(void** context, uint64_t, size_t ranks, size_t nodes, acc_ncclDebugLogger_t log,
-                         acc_ncclNvlDomainInfo_v7_t*, acc_ncclTunerConstants_v7_t*) {
+                         NvlDomainInfo*, Constants*) {
   if (context) *context = make_context(ranks, nodes, log);
   return acc_ncclSuccess;
 }
@@ -236,9 +233,12 @@ ACCELTUNE_EXPORT const acc_ncclTuner_v3_t ncclTunerPlugin_v3 = {"acceltune", np:
                                                                 np::destroy_context};
 ACCELTUNE_EXPORT const acc_ncclTuner_v4_t ncclTunerPlugin_v4 = {"acceltune", np::init_v2, np::coll_info_table,
                                                                 np::destroy_context};
-ACCELTUNE_EXPORT const acc_ncclTuner_v5_t ncclTunerPlugin_v5 = {"acceltune", np::init_v5, np::coll_info_table,
-                                                                np::destroy_context};
-ACCELTUNE_EXPORT const acc_ncclTuner_v6_t ncclTunerPlugin_v6 = {"acceltune", np::init_v5, np::coll_info_table,
-                                                                np::destroy_context, np::chunk_size_v6};
-ACCELTUNE_EXPORT const acc_ncclTuner_v7_t ncclTunerPlugin_v7 = {"acceltune", np::init_v7, np::coll_info_table,
-                                                                np::destroy_context, np::chunk_size_v6};
+ACCELTUNE_EXPORT const acc_ncclTuner_v5_t ncclTunerPlugin_v5 = {"acceltune",
+                                                                np::init_v5<acc_ncclNvlDomainInfo_v5_t, acc_ncclTunerConstants_v5_t>,
+                                                                np::coll_info_table, np::destroy_context};
+ACCELTUNE_EXPORT const acc_ncclTuner_v6_t ncclTunerPlugin_v6 = {"acceltune",
+                                                                np::init_v5<acc_ncclNvlDomainInfo_v6_t, acc_ncclTunerConstants_v6_t>,
+                                                                np::coll_info_table, np::destroy_context, np::chunk_size_v6};
+ACCELTUNE_EXPORT const acc_ncclTuner_v7_t ncclTunerPlugin_v7 = {"acceltune",
+                                                                np::init_v5<acc_ncclNvlDomainInfo_v7_t, acc_ncclTunerConstants_v7_t>,
+                                                                np::coll_info_table, np::destroy_context, np::chunk_size_v6};
