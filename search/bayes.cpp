@@ -91,7 +91,7 @@ class Bayes final : public Strategy {
     for (size_t i = 0; i < configs_.size(); ++i) evaluated_[i] = told_.count(space_.key(configs_[i])) > 0;
     if (sizes_.empty()) sizes_.push_back(0);
     enc_ = std::make_unique<PointEncoder>(space_, sizes_);
-    gp_ = std::make_unique<CandidateGp>(enc_->ordered_dims(), enc_->categorical_dims());
+    gp_ = std::make_unique<CandidateGp>(enc_->ordered_dims(), enc_->categorical_dims(), /*quadratic=*/true);
     std::vector<GpPoint> cands;
     cands.reserve(configs_.size() * sizes_.size());
     for (const auto& c : configs_) {

@@ -75,7 +75,7 @@ BENCHMARK(BM_BayesTellAsk600)->Unit(benchmark::kMillisecond)->Iterations(120);
 void BM_GpFit300(benchmark::State& state) {
   Space s = bench_space();
   Rng rng(5);
-  CandidateGp gp(3, 1);
+  CandidateGp gp(3, 1, /*quadratic=*/true);  // as the search uses it
   Eigen::VectorXd y(300);
   for (int i = 0; i < 300; ++i) {
     Config c = s.from_ordinal(rng.below(s.cartesian_size()));

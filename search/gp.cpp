@@ -19,6 +19,9 @@ constexpr double kMinLength = 0.03, kMaxLength = 30.0;
 constexpr double kMinLambda = 0.2, kMaxLambda = 20.0;
 constexpr double kMinSignal = 0.05, kMaxSignal = 20.0;
 constexpr double kMinNoise = 1e-6, kMaxNoise = 2.0;
+// The quadratic part may all but vanish where the objective has no peak inside the range.
+constexpr double kMinQuadratic = 1e-4, kMaxQuadratic = kMaxSignal;
+constexpr double kInitialQuadratic = 0.3;
 }  // namespace
 
 double log_h(double z) {
@@ -34,9 +37,11 @@ double log_h(double z) {
          std::log1p(-3.0 / z2 + 15.0 / (z2 * z2) - 105.0 / (z2 * z2 * z2));
 }
 
-CandidateGp::CandidateGp(size_t ordered_dims, size_t categorical_dims) : no_(ordered_dims), nc_(categorical_dims) {
+CandidateGp::CandidateGp(size_t ordered_dims, size_t categorical_dims, bool quadratic)
+    : no_(ordered_dims), nc_(categorical_dims), quad_(quadratic && ordered_dims > 0) {
   hyper_.length.assign(no_, 0.3);
   hyper_.lambda.assign(nc_, 1.0);
+  if (quad_) hyper_.quadratic = kInitialQuadratic;
 }
 
 // The scaled squared distance over ordered dims and the weighted mismatches over categorical ones.
@@ -51,10 +56,23 @@ std::pair<double, double> CandidateGp::distances(const GpHyper& h, const GpPoint
   return {r2, hamming};
 }
 
+double CandidateGp::quadratic_features(const GpPoint& a, const GpPoint& b) const {
+  if (!quad_) return 0.0;
+  double sum = 0;
+  for (size_t d = 0; d < no_; ++d) {
+    const double ua = a.ordered[d] - 0.5, ub = b.ordered[d] - 0.5;
+    const double p = ua * ub;
+    sum += 4.0 * p + 16.0 * p * p;
+  }
+  return sum / static_cast<double>(no_);
+}
+
 double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const {
   const auto [r2, hamming] = distances(h, a, b);
   const double r = std::sqrt(r2);
-  return h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r - hamming);
+  const double matern = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r);
+  const double quad = h.quadratic > 0 ? h.quadratic * quadratic_features(a, b) : 0.0;
+  return (matern + quad) * std::exp(-hamming);
 }
 
 void CandidateGp::set_candidates(std::vector<GpPoint> candidates) {
@@ -82,6 +100,11 @@ void CandidateGp::rebuild() {
   const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
   const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
   jitter_ = 0;
+  prior_.resize(m);
+  for (Eigen::Index j = 0; j < m; ++j) {
+    const GpPoint& c = cands_[static_cast<size_t>(j)];
+    prior_[j] = kernel(hyper_, c, c);
+  }
   if (n == 0) {
     L_.resize(0, 0);
     V_.resize(0, m);
@@ -168,7 +191,8 @@ double CandidateGp::log_marginal_likelihood(const GpHyper& h, const Eigen::Vecto
   if (grad) {
     // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta); K^-1 from the factor.
     const Eigen::MatrixXd W = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
-    grad->assign(no_ + nc_ + 2, 0.0);
+    grad->assign(hyper_count(), 0.0);
+    const size_t iq = no_ + nc_ + 2;  // the quadratic variance, when the kernel has that part
     for (Eigen::Index i = 0; i < n; ++i) {
       const GpPoint& a = obs_[static_cast<size_t>(i)];
       for (Eigen::Index j = 0; j < i; ++j) {
@@ -177,19 +201,22 @@ double CandidateGp::log_marginal_likelihood(const GpHyper& h, const Eigen::Vecto
         const auto [r2, hamming] = distances(h, a, b);
         const double r = std::sqrt(r2);
         const double e = std::exp(-kSqrt5 * r - hamming);
-        const double kf = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * e;
+        const double matern = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * e;
+        const double quad = quad_ ? h.quadratic * quadratic_features(a, b) * std::exp(-hamming) : 0.0;
         const double dm = h.signal * 5.0 / 3.0 * (1.0 + kSqrt5 * r) * e;  // times (delta/l)^2
         for (size_t d = 0; d < no_; ++d) {
           const double t = (a.ordered[d] - b.ordered[d]) / h.length[d];
           (*grad)[d] += w * dm * t * t;
         }
         for (size_t c = 0; c < nc_; ++c) {
-          if (a.categorical[c] != b.categorical[c]) (*grad)[no_ + c] += w * kf * (-h.lambda[c]);
+          if (a.categorical[c] != b.categorical[c]) (*grad)[no_ + c] += w * (matern + quad) * (-h.lambda[c]);
         }
-        (*grad)[no_ + nc_] += w * kf;
+        (*grad)[no_ + nc_] += w * matern;
+        if (quad_) (*grad)[iq] += w * quad;
       }
-      (*grad)[no_ + nc_] += 0.5 * W(i, i) * Kf(i, i);
+      (*grad)[no_ + nc_] += 0.5 * W(i, i) * h.signal;
       (*grad)[no_ + nc_ + 1] += 0.5 * W(i, i) * h.noise;
+      if (quad_) (*grad)[iq] += 0.5 * W(i, i) * h.quadratic * quadratic_features(a, a);
     }
   }
   return lml;
@@ -201,34 +228,40 @@ struct FitContext {
   const CandidateGp* gp;
   const Eigen::VectorXd* y;
   size_t no, nc;
+  bool quad;
   int evaluations = 0;
 };
 
-GpHyper unpack(const std::vector<double>& t, size_t no, size_t nc) {
+// The log hyper-parameters in the gradient's order; the quadratic variance last, when the kernel
+// has that part.
+GpHyper unpack(const std::vector<double>& t, size_t no, size_t nc, bool quad) {
   GpHyper h;
   for (size_t d = 0; d < no; ++d) h.length.push_back(std::exp(t[d]));
   for (size_t c = 0; c < nc; ++c) h.lambda.push_back(std::exp(t[no + c]));
   h.signal = std::exp(t[no + nc]);
   h.noise = std::exp(t[no + nc + 1]);
+  if (quad) h.quadratic = std::exp(t[no + nc + 2]);
   return h;
 }
 
-std::vector<double> pack(const GpHyper& h) {
+std::vector<double> pack(const GpHyper& h, bool quad) {
   std::vector<double> t;
   for (double l : h.length) t.push_back(std::log(l));
   for (double l : h.lambda) t.push_back(std::log(l));
   t.push_back(std::log(h.signal));
   t.push_back(std::log(h.noise));
+  // A part switched off (0) restarts from its lower bound.
+  if (quad) t.push_back(std::log(std::max(h.quadratic, kMinQuadratic)));
   return t;
 }
 
 double objective(unsigned, const double* x, double* grad, void* data) {
   auto* ctx = static_cast<FitContext*>(data);
   ++ctx->evaluations;
-  const size_t dims = ctx->no + ctx->nc + 2;
+  const size_t dims = ctx->no + ctx->nc + 2 + (ctx->quad ? 1 : 0);
   std::vector<double> t(x, x + dims);
   std::vector<double> g;
-  const double lml = ctx->gp->log_marginal_likelihood(unpack(t, ctx->no, ctx->nc), *ctx->y, grad ? &g : nullptr);
+  const double lml = ctx->gp->log_marginal_likelihood(unpack(t, ctx->no, ctx->nc, ctx->quad), *ctx->y, grad ? &g : nullptr);
   if (grad) {
     for (size_t i = 0; i < dims; ++i) grad[i] = std::isfinite(g[i]) ? g[i] : 0.0;
   }
@@ -238,7 +271,7 @@ double objective(unsigned, const double* x, double* grad, void* data) {
 }  // namespace
 
 double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
-  const size_t dims = no_ + nc_ + 2;
+  const size_t dims = hyper_count();
   std::vector<double> lo, hi;
   for (size_t d = 0; d < no_; ++d) {
     lo.push_back(std::log(kMinLength));
@@ -252,20 +285,25 @@ double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
   hi.push_back(std::log(kMaxSignal));
   lo.push_back(std::log(kMinNoise));
   hi.push_back(std::log(kMaxNoise));
+  if (quad_) {
+    lo.push_back(std::log(kMinQuadratic));
+    hi.push_back(std::log(kMaxQuadratic));
+  }
 
   std::vector<std::vector<double>> inits;
-  inits.push_back(pack(hyper_));  // warm start from the last fit
+  inits.push_back(pack(hyper_, quad_));  // warm start from the last fit
   GpHyper neutral;
   neutral.length.assign(no_, 0.3);
   neutral.lambda.assign(nc_, 1.0);
-  if (starts >= 2) inits.push_back(pack(neutral));
+  if (quad_) neutral.quadratic = kInitialQuadratic;
+  if (starts >= 2) inits.push_back(pack(neutral, quad_));
   Rng rng(seed);
   while (static_cast<int>(inits.size()) < std::max(starts, 1)) {
     std::vector<double> t(dims);
     for (size_t i = 0; i < dims; ++i) t[i] = lo[i] + (hi[i] - lo[i]) * (0.2 + 0.6 * rng.uniform());
     inits.push_back(t);
   }
-  FitContext ctx{this, &y, no_, nc_};
+  FitContext ctx{this, &y, no_, nc_, quad_};
   double best = -std::numeric_limits<double>::infinity();
   std::vector<double> best_t = inits[0];
   for (auto& t : inits) {
@@ -287,7 +325,7 @@ double CandidateGp::fit(const Eigen::VectorXd& y, uint64_t seed, int starts) {
       best_t = t;
     }
   }
-  set_hyper(unpack(best_t, no_, nc_));
+  set_hyper(unpack(best_t, no_, nc_, quad_));
   return best;
 }
 
@@ -300,7 +338,7 @@ void CandidateGp::fit_sampled(const Eigen::VectorXd& y, uint64_t seed, int start
   std::vector<size_t> order(obs_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   for (size_t i = 0; i < max_points; ++i) std::swap(order[i], order[i + rng.below(order.size() - i)]);
-  CandidateGp sample(no_, nc_);
+  CandidateGp sample(no_, nc_, quad_);
   sample.hyper_ = hyper_;  // warm start
   std::vector<GpPoint> xs;
   Eigen::VectorXd ys(static_cast<Eigen::Index>(max_points));
@@ -319,13 +357,13 @@ void CandidateGp::posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eig
   const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
   if (n == 0) {
     mean = Eigen::VectorXd::Zero(m);
-    var = Eigen::VectorXd::Constant(m, hyper_.signal);
+    var = prior_;
     if (mean_at_obs) mean_at_obs->resize(0);
     return;
   }
   const Eigen::VectorXd beta = L_.triangularView<Eigen::Lower>().solve(y);
   mean.noalias() = V_.transpose() * beta;
-  var = (hyper_.signal - V_.colwise().squaredNorm().array()).max(1e-12 * hyper_.signal).matrix().transpose();
+  var = (prior_.array() - V_.colwise().squaredNorm().transpose().array()).max(1e-12 * hyper_.signal).matrix();
   if (mean_at_obs) {
     // K_f alpha = (K - noise I) alpha = y - (noise + jitter) alpha.
     const Eigen::VectorXd alpha = L_.transpose().triangularView<Eigen::Upper>().solve(beta);

@@ -1,6 +1,9 @@
-// A Gaussian-process model over a fixed, finite candidate set. Kernel: signal variance x
-// Matern 5/2 with a length scale per ordered dimension x exp(-sum_c lambda_c [a_c != b_c]) over
-// categorical dimensions, plus a noise term. Hyper-parameters maximise the log marginal
+// A Gaussian-process model over a fixed, finite candidate set. Kernel: exp(-sum_c lambda_c
+// [a_c != b_c]) over categorical dimensions, times the sum of signal variance x Matern 5/2 with a
+// length scale per ordered dimension and, optionally, a quadratic part (its own variance x the mean over ordered
+// dims of phi(a_d).phi(b_d), phi(x) = (2u, 4u^2), u = x - 1/2), plus a noise term. In log space a
+// bandwidth's dependence on one parameter is often a bell, quadratic near its peak: the quadratic
+// part lets a few observations place that peak, where the Matern alone reverts to the mean. Hyper-parameters maximise the log marginal
 // likelihood (L-BFGS from several starts, analytic gradient). Solves go through the Cholesky
 // factor; the posterior at every candidate is kept incrementally: V = L^-1 K(X, C) gains one
 // row per observation (O(n m)), so an ask costs O(n m) between hyper-parameter fits.
@@ -26,11 +29,15 @@ struct GpHyper {
   std::vector<double> lambda;  // per categorical dim
   double signal = 1.0;         // variance of the standardised objective
   double noise = 1e-2;         // noise variance
+  double quadratic = 0;        // variance of the quadratic part (0: none)
 };
 
 class CandidateGp {
  public:
-  CandidateGp(size_t ordered_dims, size_t categorical_dims);
+  // `quadratic`: the kernel has the quadratic part (when there are ordered dims). The search
+  // uses it; the recommender does not, since with it a fit may shrink the Matern's length scales
+  // until neighbours no longer pool and a lucky measurement ranks first again.
+  CandidateGp(size_t ordered_dims, size_t categorical_dims, bool quadratic = false);
 
   size_t ordered_dims() const { return no_; }
   size_t categorical_dims() const { return nc_; }
@@ -53,7 +60,8 @@ class CandidateGp {
   const GpHyper& hyper() const { return hyper_; }
 
   // Log marginal likelihood of y under hyper-parameters h; its gradient with respect to the
-  // log hyper-parameters (length..., lambda..., signal, noise) when `grad` is given.
+  // log hyper-parameters (length..., lambda..., signal, noise, then quadratic when the kernel has
+  // that part) when `grad` is given.
   double log_marginal_likelihood(const GpHyper& h, const Eigen::VectorXd& y, std::vector<double>* grad) const;
 
   // Posterior mean and variance (of the latent function, without noise) at every candidate,
@@ -65,10 +73,14 @@ class CandidateGp {
 
  private:
   std::pair<double, double> distances(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
+  // The quadratic part's feature product, mean over ordered dims (without its variance).
+  double quadratic_features(const GpPoint& a, const GpPoint& b) const;
+  size_t hyper_count() const { return no_ + nc_ + 2 + (quad_ ? 1 : 0); }
   void rebuild();
   void extend(const GpPoint& x);  // one more observation with the current hyper-parameters
 
   size_t no_, nc_;
+  bool quad_;
   std::vector<GpPoint> cands_;
   std::vector<GpPoint> obs_;
   GpHyper hyper_;
@@ -76,6 +88,7 @@ class CandidateGp {
   // L^-1 K(X, C), observations x candidates. Row-major, so an observation's new row is appended
   // in place instead of the whole matrix being copied (it is the model's largest object).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_;
+  Eigen::VectorXd prior_;  // k(c, c) per candidate
   double jitter_ = 0;
 };
 

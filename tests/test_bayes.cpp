@@ -58,35 +58,69 @@ TEST(Gp, CategoricalKernelIsExpOfWeightedMismatches) {
 }
 
 TEST(Gp, GradientMatchesFiniteDifferences) {
-  CandidateGp gp(2, 1);
-  Rng rng(3);
-  std::vector<GpPoint> pts;
-  Eigen::VectorXd y(12);
-  for (int i = 0; i < 12; ++i) {
-    GpPoint p{{rng.uniform(), rng.uniform()}, {static_cast<int>(rng.below(3))}};
-    gp.add_observation(p);
-    y[i] = std::sin(4 * p.ordered[0]) + p.ordered[1] + 0.3 * p.categorical[0];
+  // Without and with the quadratic part; with ordered dims the gradient has six entries.
+  for (double quadratic : {0.0, 0.6}) {
+    CandidateGp gp(2, 1, /*quadratic=*/true);
+    Rng rng(3);
+    Eigen::VectorXd y(12);
+    for (int i = 0; i < 12; ++i) {
+      GpPoint p{{rng.uniform(), rng.uniform()}, {static_cast<int>(rng.below(3))}};
+      gp.add_observation(p);
+      y[i] = std::sin(4 * p.ordered[0]) + p.ordered[1] + 0.3 * p.categorical[0];
+    }
+    GpHyper h;
+    h.length = {0.4, 0.9};
+    h.lambda = {0.7};
+    h.signal = 1.3;
+    h.noise = 0.05;
+    h.quadratic = quadratic;
+    std::vector<double> grad;
+    gp.log_marginal_likelihood(h, y, &grad);
+    ASSERT_EQ(grad.size(), 6u);
+    auto with = [&](size_t i, double eps) {
+      GpHyper g = h;
+      auto bump = [&](double& x) { x *= std::exp(eps); };
+      if (i < 2) bump(g.length[i]);
+      else if (i == 2) bump(g.lambda[0]);
+      else if (i == 3) bump(g.signal);
+      else if (i == 4) bump(g.noise);
+      else bump(g.quadratic);
+      return gp.log_marginal_likelihood(g, y, nullptr);
+    };
+    for (size_t i = 0; i < grad.size(); ++i) {
+      const double fd = (with(i, 1e-5) - with(i, -1e-5)) / 2e-5;
+      EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::abs(fd))) << "hyper-parameter " << i << ", quadratic " << quadratic;
+    }
+    if (quadratic > 0) {
+      EXPECT_GT(std::abs(grad[5]), 1e-3);  // the part takes part in the likelihood
+    }
   }
+}
+
+TEST(Gp, QuadraticPartAddsCentredFeatureProducts) {
+  CandidateGp gp(2, 1, /*quadratic=*/true);
   GpHyper h;
-  h.length = {0.4, 0.9};
-  h.lambda = {0.7};
-  h.signal = 1.3;
-  h.noise = 0.05;
-  std::vector<double> grad;
-  gp.log_marginal_likelihood(h, y, &grad);
-  auto with = [&](size_t i, double eps) {
-    GpHyper g = h;
-    auto bump = [&](double& x) { x *= std::exp(eps); };
-    if (i < 2) bump(g.length[i]);
-    else if (i == 2) bump(g.lambda[0]);
-    else if (i == 3) bump(g.signal);
-    else bump(g.noise);
-    return gp.log_marginal_likelihood(g, y, nullptr);
-  };
-  for (size_t i = 0; i < 5; ++i) {
-    const double fd = (with(i, 1e-5) - with(i, -1e-5)) / 2e-5;
-    EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::abs(fd))) << "hyper-parameter " << i;
-  }
+  h.length = {0.5, 0.25};
+  h.lambda = {0.4};
+  h.signal = 1.2;
+  h.quadratic = 0.7;
+  const GpPoint a{{0.1, 0.6}, {0}}, b{{0.6, 0.35}, {1}};
+  // u_a = (-0.4, 0.1), u_b = (0.1, -0.15): per dim 4 u_a u_b + 16 (u_a u_b)^2, mean over dims.
+  const double p0 = -0.4 * 0.1, p1 = 0.1 * -0.15;
+  const double quad = (4 * p0 + 16 * p0 * p0 + 4 * p1 + 16 * p1 * p1) / 2;
+  const double r = std::hypot(0.5 / 0.5, 0.25 / 0.25);
+  EXPECT_NEAR(gp.kernel(h, a, b), std::exp(-0.4) * (1.2 * matern52(r) + 0.7 * quad), 1e-12);
+  // At the same point the part adds most at the corners of the ordered range, nothing at the centre.
+  const GpPoint corner{{0.0, 1.0}, {0}}, centre{{0.5, 0.5}, {0}};
+  EXPECT_NEAR(gp.kernel(h, corner, corner), 1.2 + 0.7 * 2.0, 1e-12);
+  EXPECT_NEAR(gp.kernel(h, centre, centre), 1.2, 1e-12);
+  // So the prior variance of the posterior is per candidate.
+  gp.set_candidates({corner, centre});
+  gp.set_hyper(h);
+  Eigen::VectorXd mean, var;
+  gp.posterior(Eigen::VectorXd(0), mean, var);
+  EXPECT_NEAR(var[0], 2.6, 1e-12);
+  EXPECT_NEAR(var[1], 1.2, 1e-12);
 }
 
 TEST(Gp, FitRaisesTheMarginalLikelihood) {
