@@ -12,7 +12,9 @@ out=${2:-build/search-bench}
 bench=build/tools/acceltune-search-bench
 mkdir -p "$out"
 rm -rf "$out/family"
+# Writing the instances prints one line each (on stderr); the later runs' copies are left out.
 "$bench" --family "$family" --write-family "$out/family" >/dev/null
+quiet() { grep -v '^family-' >&2; }
 host=tools/bench/landscapes/host-copy-16M.csv
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) family=$family"
 # Optuna runs beside acceltune's strategies (one core each); its rows are printed after theirs.
@@ -22,10 +24,9 @@ if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
   (/usr/bin/python3 tools/bench/optuna_bench.py "$out"/family/*.csv --group family --max-evals 300 | tail -n +2
    /usr/bin/python3 tools/bench/optuna_bench.py "$host" --seeds 20 --max-evals 300 | tail -n +2) >"$out/tpe.txt" &
 fi
-"$bench" --family "$family" --max-evals 100 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" |
-  grep -v '^family-'
+"$bench" --family "$family" --max-evals 100 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" 2> >(quiet)
 # Random needs far more evaluations to reach 98%; it costs nothing to run longer.
-"$bench" --family "$family" --max-evals 3000 --recommend-until 0 --strategies random | grep -v '^family-' | tail -n +2
+"$bench" --family "$family" --max-evals 3000 --recommend-until 0 --strategies random 2> >(quiet) | tail -n +2
 "$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,halving | tail -n +2
 "$bench" "$host" --seeds 20 --max-evals 1000 --recommend-until 0 --strategies random | tail -n +2
 if ((have_optuna)); then
