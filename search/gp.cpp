@@ -57,7 +57,6 @@ std::pair<double, double> CandidateGp::distances(const GpHyper& h, const GpPoint
 }
 
 double CandidateGp::quadratic_features(const GpPoint& a, const GpPoint& b) const {
-  if (!quad_) return 0.0;
   double sum = 0;
   for (size_t d = 0; d < no_; ++d) {
     const double ua = a.ordered[d] - 0.5, ub = b.ordered[d] - 0.5;
@@ -71,7 +70,7 @@ double CandidateGp::kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b)
   const auto [r2, hamming] = distances(h, a, b);
   const double r = std::sqrt(r2);
   const double matern = h.signal * (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r);
-  const double quad = h.quadratic > 0 ? h.quadratic * quadratic_features(a, b) : 0.0;
+  const double quad = quad_ ? h.quadratic * quadratic_features(a, b) : 0.0;
   return (matern + quad) * std::exp(-hamming);
 }
 
@@ -258,7 +257,7 @@ std::vector<double> pack(const GpHyper& h, bool quad) {
 double objective(unsigned, const double* x, double* grad, void* data) {
   auto* ctx = static_cast<FitContext*>(data);
   ++ctx->evaluations;
-  const size_t dims = ctx->no + ctx->nc + 2 + (ctx->quad ? 1 : 0);
+  const size_t dims = ctx->gp->hyper_count();
   std::vector<double> t(x, x + dims);
   std::vector<double> g;
   const double lml = ctx->gp->log_marginal_likelihood(unpack(t, ctx->no, ctx->nc, ctx->quad), *ctx->y, grad ? &g : nullptr);

@@ -1,12 +1,13 @@
 // A Gaussian-process model over a fixed, finite candidate set. Kernel: exp(-sum_c lambda_c
 // [a_c != b_c]) over categorical dimensions, times the sum of signal variance x Matern 5/2 with a
-// length scale per ordered dimension and, optionally, a quadratic part (its own variance x the mean over ordered
-// dims of phi(a_d).phi(b_d), phi(x) = (2u, 4u^2), u = x - 1/2), plus a noise term. In log space a
-// bandwidth's dependence on one parameter is often a bell, quadratic near its peak: the quadratic
-// part lets a few observations place that peak, where the Matern alone reverts to the mean. Hyper-parameters maximise the log marginal
-// likelihood (L-BFGS from several starts, analytic gradient). Solves go through the Cholesky
-// factor; the posterior at every candidate is kept incrementally: V = L^-1 K(X, C) gains one
-// row per observation (O(n m)), so an ask costs O(n m) between hyper-parameter fits.
+// length scale per ordered dimension and, optionally, a quadratic part (its own variance x the
+// mean over ordered dims of phi(a_d).phi(b_d), phi(x) = (2u, 4u^2), u = x - 1/2), plus a noise
+// term. In log space a bandwidth's dependence on one parameter is often a bell, quadratic near its
+// peak: the quadratic part lets a few observations place that peak, where the Matern alone reverts
+// to the mean. Hyper-parameters maximise the log marginal likelihood (L-BFGS from several starts,
+// analytic gradient). Solves go through the Cholesky factor; the posterior at every candidate is
+// kept incrementally: V = L^-1 K(X, C) gains one row per observation (O(n m)), so an ask costs
+// O(n m) between hyper-parameter fits.
 #pragma once
 
 #include <Eigen/Dense>
@@ -58,6 +59,8 @@ class CandidateGp {
   void fit_sampled(const Eigen::VectorXd& y, uint64_t seed, int starts, size_t max_points);
   void set_hyper(const GpHyper& h);  // and rebuild
   const GpHyper& hyper() const { return hyper_; }
+  // How many hyper-parameters a fit moves: length..., lambda..., signal, noise[, quadratic].
+  size_t hyper_count() const { return no_ + nc_ + 2 + (quad_ ? 1 : 0); }
 
   // Log marginal likelihood of y under hyper-parameters h; its gradient with respect to the
   // log hyper-parameters (length..., lambda..., signal, noise, then quadratic when the kernel has
@@ -75,7 +78,6 @@ class CandidateGp {
   std::pair<double, double> distances(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
   // The quadratic part's feature product, mean over ordered dims (without its variance).
   double quadratic_features(const GpPoint& a, const GpPoint& b) const;
-  size_t hyper_count() const { return no_ + nc_ + 2 + (quad_ ? 1 : 0); }
   void rebuild();
   void extend(const GpPoint& x);  // one more observation with the current hyper-parameters
 
