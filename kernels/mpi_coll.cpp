@@ -40,6 +40,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tuner/binary.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/service.hpp"
 
@@ -540,12 +541,6 @@ void finish_mpi() {
 // ---------------------------------------------------------------------------------------------
 // Launcher mode: the job that runs one trial's measurements.
 
-std::string self_binary() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("/proc/self/exe") : exe.string();
-}
-
 std::optional<std::string> find_on_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
   const char* path = std::getenv("PATH");
@@ -887,7 +882,12 @@ class MpiColl final : public Kernel {
       }
       if (job_ && (!job_->running() || env_key != job_env_key_)) job_.reset();
       if (!job_) {
-        job_ = std::make_unique<Job>(job_argv(), job_env(space));
+        auto argv = job_argv();
+        if (!argv) {
+          failed.error = argv.error().message;
+          return failed;
+        }
+        job_ = std::make_unique<Job>(std::move(*argv), job_env(space));
         job_env_key_ = env_key;
         if (auto st = job_->start(); !st) {
           job_.reset();
@@ -976,7 +976,10 @@ class MpiColl final : public Kernel {
     return {};
   }
 
-  std::vector<std::string> job_argv() const {
+  // The launcher's command line: it starts the acceltune binary (the one setting, tuner/binary.hpp)
+  // in its rank mode.
+  Expected<std::vector<std::string>> job_argv() const {
+    ACCELTUNE_TRY_ASSIGN(std::string exe, acceltune_binary());
     std::vector<std::string> a = {launcher_};
     if (kOpenMpi) {
       a.insert(a.end(), {"-np", std::to_string(ranks_), "--bind-to", "none"});
@@ -988,7 +991,7 @@ class MpiColl final : public Kernel {
       a.insert(a.end(), {"-n", std::to_string(ranks_)});
     }
     a.insert(a.end(), launcher_args_.begin(), launcher_args_.end());
-    a.push_back(self_binary());
+    a.push_back(exe);
     a.push_back("__mpi-rank");
     return a;
   }

@@ -26,6 +26,7 @@
 #include "kernels/nccl_common.hpp"
 #include "kernels/nccl_control.hpp"
 #include "kernels/timed_external.hpp"
+#include "tuner/binary.hpp"
 #include "tuner/kernel.hpp"
 
 extern char** environ;
@@ -248,10 +249,8 @@ class Nccl final : public Kernel {
                 {"config", cfg},                     {"control_host", host}, {"control_port", port},
                 {"init_timeout_seconds", init_timeout_seconds_}, {"timeout_seconds", rank_timeout_seconds_}};
 
-    char exe[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return runtime_error("cannot find the acceltune binary (/proc/self/exe)");
-    exe[n] = 0;
+    // The ranks are the acceltune binary in its rank mode (the one setting, tuner/binary.hpp).
+    ACCELTUNE_TRY_ASSIGN(std::string exe, acceltune_binary());
     auto spawn = [&](std::vector<std::string> argv) -> Status {
       std::vector<char*> args;
       for (auto& x : argv) args.push_back(x.data());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,15 @@
 
 #ifndef ACCELTUNE_BINARY
 #define ACCELTUNE_BINARY "acceltune"
+#endif
+#ifndef ACCELTUNE_TEST_SPACES_DIR
+#define ACCELTUNE_TEST_SPACES_DIR "spaces"
+#endif
+#ifndef ACCELTUNE_NCCL_PLUGIN
+#define ACCELTUNE_NCCL_PLUGIN "libnccl-tuner-acceltune.so"
+#endif
+#ifndef ACCELTUNE_BUILD_DIR
+#define ACCELTUNE_BUILD_DIR "build"
 #endif
 
 namespace acceltune::test {
@@ -76,7 +86,7 @@ CliResult run_cli(const std::vector<std::string>& args, const fs::path& cwd, con
   TempDir io;
   std::string cmd;
   if (!cwd.empty()) cmd += "cd " + quote(cwd.string()) + " && ";
-  cmd += env_prefix + " " + quote(ACCELTUNE_BINARY);
+  cmd += env_prefix + " " + quote(acceltune_binary());
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " >" + quote((io / "out").string()) + " 2>" + quote((io / "err").string()) + " </dev/null";
   const int status = std::system(cmd.c_str());
@@ -96,6 +106,24 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> worker_command() { return {ACCELTUNE_BINARY, "__worker"}; }
+std::vector<std::string> worker_command() { return {acceltune_binary(), "__worker"}; }
+
+namespace {
+std::string env_or(const char* name, const char* built) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(built);
+}
+}  // namespace
+
+std::string acceltune_binary() { return env_or("ACCELTUNE_BINARY", ACCELTUNE_BINARY); }
+
+fs::path spaces_dir() {
+  const std::string path = env_or("ACCELTUNE_SPACES_PATH", ACCELTUNE_TEST_SPACES_DIR);
+  return path.substr(0, path.find(':'));
+}
+
+std::string nccl_plugin() { return env_or("ACCELTUNE_NCCL_PLUGIN", ACCELTUNE_NCCL_PLUGIN); }
+
+fs::path build_dir() { return env_or("ACCELTUNE_BUILD_DIR", ACCELTUNE_BUILD_DIR); }
 
 }  // namespace acceltune::test

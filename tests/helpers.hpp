@@ -44,4 +44,16 @@ std::vector<std::string> lines_of(const std::string& text);
 // argv of the acceltune binary's worker mode, for studies run inside a test binary.
 std::vector<std::string> worker_command();
 
+// Paths the build knows, each with a runtime override, so the test programs run from wherever
+// they are copied (the GPU bundle, tools/gpu-bundle.sh):
+// the acceltune binary (ACCELTUNE_BINARY); also what the test main sets as the binary that
+// kernels start again in their hidden modes (tuner/binary.hpp);
+std::string acceltune_binary();
+// the shipped spaces (the first folder of ACCELTUNE_SPACES_PATH, as acceltune reads it);
+std::filesystem::path spaces_dir();
+// the NCCL tuner plugin (ACCELTUNE_NCCL_PLUGIN);
+std::string nccl_plugin();
+// the build tree (ACCELTUNE_BUILD_DIR), for tests that install from it.
+std::filesystem::path build_dir();
+
 }  // namespace acceltune::test

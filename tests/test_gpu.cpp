@@ -14,7 +14,7 @@
 namespace acceltune {
 namespace {
 
-std::filesystem::path spaces_dir() { return ACCELTUNE_TEST_SPACES_DIR; }
+std::filesystem::path spaces_dir() { return test::spaces_dir(); }
 
 MeasureSettings quick() {
   MeasureSettings s;

@@ -16,7 +16,7 @@ namespace {
 
 using test::run_cli;
 
-std::filesystem::path spaces_dir() { return ACCELTUNE_TEST_SPACES_DIR; }
+std::filesystem::path spaces_dir() { return test::spaces_dir(); }
 
 Space load(const std::string& name) {
   auto s = Space::load_file(spaces_dir() / (name + ".json"));

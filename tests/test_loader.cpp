@@ -214,7 +214,7 @@ TEST(Loader, InstalledPackageWorksFromCMakeAndPkgConfig) {
   test::TempDir dir;
   const auto prefix = dir / "prefix";
   auto inst =
-      shell("cmake --install " + quoted(ACCELTUNE_BUILD_DIR) + " --component loader --prefix " + quoted(prefix));
+      shell("cmake --install " + quoted(test::build_dir()) + " --component loader --prefix " + quoted(prefix));
   ASSERT_EQ(inst.first, 0) << inst.second;
   test::write_file(dir / "t.env", "# acceltune fingerprint: " + this_machine() + "\nNCCL_AT_CONSUMER=42\n");
 

@@ -15,6 +15,8 @@
 
 #include "tests/helpers.hpp"
 #include "tuner/best.hpp"
+#include "tuner/binary.hpp"
+#include "tuner/kernel.hpp"
 
 namespace acceltune {
 namespace {
@@ -337,6 +339,48 @@ TEST(MpiColl, MpichJsonIsASelectionTree) {
   auto refused = emit("mpich-json", b);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("automatic choice"), std::string::npos);
+}
+
+// A kernel measured inside a test program (not through the command line) launches its ranks on
+// the acceltune binary that the test main set (tuner/binary.hpp). Were the ranks this program
+// (/proc/self/exe), each would rerun the whole suite and never reach the launcher.
+Measurement measure_in_this_process(uint64_t bytes) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  auto space = Space::load_file(test::spaces_dir() / "mpi-allreduce.json");
+  if (!space) {
+    ADD_FAILURE() << space.error().message;
+    return {};
+  }
+  auto kernel = make_kernel(*space);
+  if (!kernel) {
+    ADD_FAILURE() << kernel.error().message;
+    return {};
+  }
+  MeasureSettings quick;
+  quick.max_seconds = 0.2;
+  quick.max_samples = 20;
+  return (*kernel)->measure(*space, space->default_config(), bytes, quick, {});
+}
+
+TEST(MpiColl, AKernelMeasuredInATestProgramReachesItsRanks) {
+  REQUIRE_MPIRUN();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Measurement m = measure_in_this_process(4096);
+  EXPECT_EQ(m.state, State::ok) << m.error;
+  EXPECT_GT(m.value, 0.0);
+  EXPECT_EQ(m.bytes, 4096u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
+}
+
+TEST(MpiColl, WithoutTheBinarySetALaunchIsAFailedMeasurementThatSaysWhy) {
+  REQUIRE_MPIRUN();
+  const std::string was = *acceltune_binary();
+  set_acceltune_binary("");
+  const Measurement m = measure_in_this_process(4096);
+  set_acceltune_binary(was);
+  EXPECT_EQ(m.state, State::failed);
+  EXPECT_NE(m.error.find("acceltune binary is not set"), std::string::npos) << m.error;
 }
 
 }  // namespace

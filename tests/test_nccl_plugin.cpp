@@ -76,7 +76,7 @@ std::ostream& operator<<(std::ostream& os, const Choice& c) {
 class Plugin {
  public:
   Plugin(int version, size_t ranks, size_t nodes) : version_(version) {
-    lib_ = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    lib_ = dlopen(test::nccl_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib_) return;
     sym_ = dlsym(lib_, ("ncclTunerPlugin_v" + std::to_string(version)).c_str());
     if (!sym_) return;
@@ -227,7 +227,7 @@ reducescatter,0,100,-1,ll128,-1,-1,-1
 class EveryVersion : public ::testing::TestWithParam<int> {};
 
 TEST(NcclPlugin, ExportsEveryInterfaceVersion) {
-  void* lib = dlopen(ACCELTUNE_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(test::nccl_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
   for (int v = 2; v <= 7; ++v) {
     const auto* sym =

@@ -23,9 +23,6 @@
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 
-#ifndef ACCELTUNE_BINARY
-#define ACCELTUNE_BINARY "acceltune"
-#endif
 
 namespace acceltune {
 namespace {
@@ -75,7 +72,7 @@ pid_t spawn_acceltune(const std::vector<std::string>& args, const fs::path& cwd,
     ::dup2(devnull, 2);
     ::signal(SIGINT, SIG_DFL);  // as a foreground process gets it from a terminal
     std::vector<std::string> a = prefix;
-    a.push_back(ACCELTUNE_BINARY);
+    a.push_back(test::acceltune_binary());
     a.insert(a.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : a) argv.push_back(s.data());
@@ -445,8 +442,8 @@ TEST_F(TcpStreamNetns, AKilledSearchLeavesNoNamespace) {
 TEST_F(TcpStreamNetns, WithoutRootNetnsIsOneLine) {
   if (std::system("setpriv --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no setpriv to drop root";
   const std::string drop = "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all";
-  if (std::system((drop + " " + ACCELTUNE_BINARY + " --version >/dev/null 2>&1").c_str()) != 0) {
-    GTEST_SKIP() << "the user nobody cannot run " << ACCELTUNE_BINARY;
+  if (std::system((drop + " " + test::acceltune_binary() + " --version >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "the user nobody cannot run " << test::acceltune_binary();
   }
   test::TempDir dir;
   ::chmod(dir.path().c_str(), 0777);

@@ -9,6 +9,7 @@
 
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
+#include "tuner/binary.hpp"
 #include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
@@ -182,9 +183,8 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
 
 
 std::vector<std::string> worker_command() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return {ec ? std::string("/proc/self/exe") : exe.string(), "__worker"};
+  auto exe = acceltune_binary();
+  return {exe ? *exe : running_program(), "__worker"};
 }
 
 Expected<LoadedStudy> load_study(const std::string& dir) {

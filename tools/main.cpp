@@ -4,12 +4,15 @@
 #include <string>
 
 #include "tools/cli.hpp"
+#include "tuner/binary.hpp"
 #include "tuner/fingerprint.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/service.hpp"
 
 int main(int argc, char** argv) {
   using namespace acceltune::cli;
+  // Every process this one starts again (workers, ranks, launches) is this very binary.
+  acceltune::set_acceltune_binary(acceltune::running_program());
   // The hidden modes: the trial worker (request on stdin, result on fd 3), and those the
   // backends register (one rank of a launched trial, a kernel's far end).
   if (argc >= 2 && std::string(argv[1]).rfind("__", 0) == 0) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "tuner/binary.hpp"
 #include "tuner/kernel.hpp"
 
 #ifndef ACCELTUNE_SOURCE_SPACES_DIR
@@ -29,9 +30,9 @@ std::vector<fs::path> space_dirs() {
       start = colon + 1;
     }
   }
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "acceltune" / "spaces");
+  // Beside the binary as installed (PREFIX/bin/acceltune, PREFIX/share/acceltune/spaces).
+  const fs::path exe = running_program();
+  if (exe.is_absolute()) dirs.push_back(exe.parent_path().parent_path() / "share" / "acceltune" / "spaces");
   if (std::string(ACCELTUNE_SOURCE_SPACES_DIR).size() > 0) dirs.emplace_back(ACCELTUNE_SOURCE_SPACES_DIR);
   return dirs;
 }
