@@ -402,6 +402,11 @@ class Engine {
       std::fflush(stderr);
       ::_exit(7);
     }
+    // Test hook: a rank that never returns, as a wedged library would (the others block in the
+    // collective), for the tests that a stopped or killed search leaves no rank behind.
+    if (const char* hang = std::getenv("ACCELTUNE_MPI_HANG_RANK"); hang && std::atoi(hang) == rank_) {
+      for (;;) ::pause();
+    }
 
     auto call = [&] {
       switch (coll.op) {
@@ -986,7 +991,9 @@ class MpiColl final : public Kernel {
       const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
       if (cpus > 0 && ranks_ > cpus) a.push_back("--oversubscribe");
       // Remote daemons do not inherit the environment: forward the test hook explicitly.
-      if (std::getenv("ACCELTUNE_MPI_EXIT_RANK")) a.insert(a.end(), {"-x", "ACCELTUNE_MPI_EXIT_RANK"});
+      for (const char* hook : {"ACCELTUNE_MPI_EXIT_RANK", "ACCELTUNE_MPI_HANG_RANK"}) {
+        if (std::getenv(hook)) a.insert(a.end(), {"-x", hook});
+      }
     } else {
       a.insert(a.end(), {"-n", std::to_string(ranks_)});
     }

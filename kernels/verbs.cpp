@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -433,6 +434,8 @@ class Verbs final : public Kernel {
     const pid_t pid = ::fork();
     if (pid < 0) return runtime_error("fork: {}", std::strerror(errno));
     if (pid == 0) {
+      // Forked without exec, it does not carry the process guard's mark: it dies with its parent.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       ::close(sv[0]);
       ::_exit(run_far_end(sv[1], device_, port_, gid_index_, s, bytes, verb_));
     }

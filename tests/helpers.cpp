@@ -1,14 +1,20 @@
 #include "tests/helpers.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "tuner/process_guard.hpp"
 
 #ifndef ACCELTUNE_BINARY
 #define ACCELTUNE_BINARY "acceltune"
@@ -107,6 +113,75 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 std::vector<std::string> worker_command() { return {acceltune_binary(), "__worker"}; }
+
+pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& cwd, const std::vector<std::string>& env,
+                const fs::path& output) {
+  std::vector<std::string> argv_s = {acceltune_binary()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(125);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0 || std::chrono::steady_clock::now() >= end) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string fresh_mark() {
+  static std::atomic<int> n{0};
+  return fmt::format("ACCELTUNE_TEST_MARK_{}_{}", ::getpid(), n++);
+}
+
+namespace {
+std::string cmdline_of(pid_t pid) {
+  std::string s = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : s) {
+    if (c == '\0') c = ' ';
+  }
+  return s;
+}
+}  // namespace
+
+bool wait_for_marked(const std::string& mark, const std::string& what, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  do {
+    for (pid_t p : marked_processes(mark)) {
+      if (cmdline_of(p).find(what) != std::string::npos) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
+std::string left_over(const std::string& mark, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<pid_t> left;
+  do {
+    left = marked_processes(mark);
+    if (left.empty()) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < end);
+  std::string out;
+  for (pid_t p : left) out += fmt::format("{} ({}); ", p, cmdline_of(p));
+  return out;
+}
 
 namespace {
 std::string env_or(const char* name, const char* built) {

@@ -1,6 +1,8 @@
 // Shared test helpers: temporary folders, files, and running the acceltune binary.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -43,6 +45,22 @@ std::vector<std::string> lines_of(const std::string& text);
 
 // argv of the acceltune binary's worker mode, for studies run inside a test binary.
 std::vector<std::string> worker_command();
+
+// Starts acceltune with these arguments in the background, in `cwd`, with `env` (NAME=VALUE)
+// added to this process's environment and its output in `output`; returns its pid.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                const std::vector<std::string>& env = {}, const std::filesystem::path& output = "/dev/null");
+// Waits up to `seconds` for a child to end: its exit code, 128 + the signal that killed it, or -1
+// when it is still running.
+int wait_exit(pid_t pid, double seconds);
+
+// A variable name no other test uses (ACCELTUNE_TEST_MARK_<pid>_<n>), for spawn_cli's env: every
+// process a command starts inherits it, so a test can see what is left (marked_processes).
+std::string fresh_mark();
+// Waits up to `seconds` until a process carrying `mark` has `what` in its command line.
+bool wait_for_marked(const std::string& mark, const std::string& what, double seconds);
+// Waits up to `seconds` until no process carries `mark`; a description of those left otherwise.
+std::string left_over(const std::string& mark, double seconds);
 
 // Paths the build knows, each with a runtime override, so the test programs run from wherever
 // they are copied (the GPU bundle, tools/gpu-bundle.sh):

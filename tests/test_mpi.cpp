@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "tests/helpers.hpp"
 #include "tuner/best.hpp"
@@ -381,6 +382,29 @@ TEST(MpiColl, WithoutTheBinarySetALaunchIsAFailedMeasurementThatSaysWhy) {
   set_acceltune_binary(was);
   EXPECT_EQ(m.state, State::failed);
   EXPECT_NE(m.error.find("acceltune binary is not set"), std::string::npos) << m.error;
+}
+
+// A search killed with SIGKILL while an MPI trial hangs (mpirun per trial, in a worker): the
+// worker, mpirun and both ranks end within seconds, though Open MPI puts each rank in a process
+// group of its own. Resuming then finds nothing left and measures.
+TEST(MpiColl, AKilledSearchLeavesNoProcessOfAHangingTrial) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  const std::string mark = test::fresh_mark();
+  const pid_t pid = test::spawn_cli({"search", "--space", "mpi-allreduce", "--budget", "2", "--sizes", "4K",
+                                     "--max-seconds", "0.05", "--trial-timeout", "300", "--certify-top", "0", "--out",
+                                     "study"},
+                                    dir.path(), {mark + "=1", "ACCELTUNE_MPI_HANG_RANK=1"}, dir / "log");
+  ASSERT_TRUE(test::wait_for_marked(mark, "__mpi-rank", 60)) << test::read_file(dir / "log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the collective
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  EXPECT_EQ(test::wait_exit(pid, 10), 128 + SIGKILL);
+  EXPECT_EQ(test::left_over(mark, 5), "") << "processes of the killed search's trial are still running";
+  const auto r = sh(fmt::format("cd {} && {} {} search --space mpi-allreduce --budget 2 --sizes 4K --max-seconds 0.05 "
+                                "--certify-top 0 --out study --resume",
+                                dir.path().string(), kMpiEnv, binary()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(jsonl(dir / "study/trials.jsonl").size(), 2u);
 }
 
 }  // namespace

@@ -112,25 +112,6 @@ TEST(Runner, HostCopyMeasuresInAWorkerToo) {
   EXPECT_GE(t.measurements[1].samples_seconds.size(), 2u);
 }
 
-// Starts acceltune in the background; returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& cwd) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<std::string> argv_s = test::worker_command();
-    argv_s.pop_back();  // the binary alone
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 size_t count_lines(const fs::path& p) { return test::lines_of(test::read_file(p)).size(); }
 
 bool wait_for_lines(const fs::path& p, size_t n, double seconds) {
@@ -153,7 +134,7 @@ TEST(Runner, KilledSearchResumesWithoutLosingOrRepeatingTrials) {
   const std::vector<std::string> args = {"search", "--space", "slow.json", "--strategy", "random", "--budget", "24",
                                          "--seed", "9", "--certify-top", "0", "--out", "s"};
   const fs::path trials = dir / "s" / "trials.jsonl";
-  pid_t pid = spawn_cli(args, dir.path());
+  pid_t pid = test::spawn_cli(args, dir.path());
   ASSERT_TRUE(wait_for_lines(trials, 7, 30)) << "the search did not get going";
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
@@ -194,10 +175,66 @@ TEST(Runner, KilledSearchResumesWithoutLosingOrRepeatingTrials) {
   std::printf("killed after %zu finished trials; resumed: %s", kept.size(), r.out.c_str());
 }
 
+const char* kHangSpace = R"({"name": "hang", "kernel": "fault", "sizes": [1], "isolation": "worker",
+  "params": [{"name": "mode", "kind": "categorical", "values": ["hang"], "default": "hang"}]})";
+
+// A search killed with SIGKILL while its trial's worker hangs: the process guard's guardian
+// clears the worker (in a process group of its own, so nothing else would).
+TEST(Runner, AKilledSearchLeavesNoProcessOfItsTrial) {
+  test::TempDir dir;
+  test::write_file(dir / "hang.json", kHangSpace);
+  const std::string mark = test::fresh_mark();
+  const pid_t pid = test::spawn_cli({"search", "--space", "hang.json", "--budget", "1", "--trial-timeout", "300",
+                                     "--certify-top", "0", "--out", "s"},
+                                    dir.path(), {mark + "=1"});
+  ASSERT_TRUE(test::wait_for_marked(mark, "__worker", 30)) << "the trial's worker did not start";
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  EXPECT_EQ(test::wait_exit(pid, 10), 128 + SIGKILL);
+  EXPECT_EQ(test::left_over(mark, 5), "") << "processes of the killed search's trial are still running";
+}
+
+// SIGINT or SIGTERM stops a search at once: the trial in flight is killed and dropped, finished
+// trials are kept, the exit code is 128 + the signal, and --resume continues where it stopped.
+TEST(Runner, ASignalStopsTheSearchKeepsItsTrialsAndResumes) {
+  test::TempDir dir;
+  test::write_file(dir / "slow.json", kSlowSpace);
+  test::write_file(dir / "hang.json", kHangSpace);
+  const fs::path trials = dir / "s" / "trials.jsonl";
+  const std::string mark = test::fresh_mark();
+  const pid_t pid = test::spawn_cli({"search", "--space", "slow.json", "--strategy", "random", "--budget", "24",
+                                     "--seed", "3", "--certify-top", "0", "--out", "s"},
+                                    dir.path(), {mark + "=1"}, dir / "log");
+  ASSERT_TRUE(wait_for_lines(trials, 3, 30)) << "the search did not get going";
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(test::wait_exit(pid, 10), 128 + SIGINT) << test::read_file(dir / "log");
+  EXPECT_NE(test::read_file(dir / "log").find("cancelled by SIGINT"), std::string::npos) << test::read_file(dir / "log");
+  EXPECT_EQ(test::left_over(mark, 5), "");
+  const auto kept = test::lines_of(test::read_file(trials));
+  ASSERT_LT(kept.size(), 24u);
+  for (const auto& l : kept) EXPECT_EQ(Json::parse(l)["state"], "ok") << l;  // no cut-short trial stored
+  auto r = test::run_cli({"search", "--space", "slow.json", "--budget", "24", "--out", "s", "--resume",
+                          "--certify-top", "0"},
+                         dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::lines_of(test::read_file(trials)).size(), 24u);
+
+  // A hanging trial does not hold the stop up until its timeout.
+  const pid_t hung = test::spawn_cli({"search", "--space", "hang.json", "--budget", "1", "--trial-timeout", "300",
+                                      "--certify-top", "0", "--out", "h"},
+                                     dir.path(), {mark + "=1"}, dir / "hang.log");
+  ASSERT_TRUE(test::wait_for_marked(mark, "__worker", 30));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(hung, SIGTERM), 0);
+  EXPECT_EQ(test::wait_exit(hung, 10), 128 + SIGTERM) << test::read_file(dir / "hang.log");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_EQ(test::left_over(mark, 5), "");
+  EXPECT_EQ(test::lines_of(test::read_file(dir / "h" / "trials.jsonl")).size(), 0u);
+}
+
 TEST(Runner, ASecondWriterIsRefused) {
   test::TempDir dir;
   test::write_file(dir / "slow.json", kSlowSpace);
-  pid_t pid = spawn_cli({"search", "--space", "slow.json", "--budget", "24", "--certify-top", "0", "--out", "s"},
+  pid_t pid = test::spawn_cli({"search", "--space", "slow.json", "--budget", "24", "--certify-top", "0", "--out", "s"},
                         dir.path());
   ASSERT_TRUE(wait_for_lines(dir / "s" / "trials.jsonl", 1, 30));
   auto r = test::run_cli({"search", "--space", "slow.json", "--budget", "24", "--out", "s", "--resume"}, dir.path());

@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "tools/cli.hpp"
+#include "tuner/cancel.hpp"
+#include "tuner/process_guard.hpp"
 #include "tuner/runner.hpp"
 
 namespace acceltune::cli {
@@ -41,7 +43,14 @@ int cmd_bench(const BenchArgs& a) {
   if (!iso) return fail(iso.error());
   ro.isolation = *iso;
   TrialRunner runner(p.space, *p.kernel, ro);
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();  // what the trial starts ends with this process
+  if (!guard) return fail(guard.error());
   const Trial trial = runner.run(c, 0, p.workload.sizes);
+  if (cancel_requested()) {
+    std::fprintf(stderr, "acceltune: bench cancelled by %s\n", signal_name(cancel_signal()).c_str());
+    return 128 + cancel_signal();
+  }
   Json results = Json::array();
   if (!as_json) {
     std::printf("config: %s\n", p.space.key(c).c_str());

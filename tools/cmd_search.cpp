@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "tools/cli.hpp"
+#include "tuner/cancel.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/process_guard.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune::cli {
@@ -190,6 +192,11 @@ int cmd_search(const SearchArgs& a) {
                  }()
                      .c_str());
   }
+  // Ctrl-C or SIGTERM stops the study between samples and keeps its finished trials; whatever
+  // the trials started (workers, mpirun, ranks) ends with this process, even on SIGKILL.
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();
+  if (!guard) return fail(guard.error());
   auto outcome = run_study(p.space, *p.kernel, **store, p.workload, o, probe_fingerprint());
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!outcome) return fail(outcome.error());
@@ -203,6 +210,11 @@ int cmd_search(const SearchArgs& a) {
               format_seconds(cost).c_str(), outcome->stop_reason.c_str());
   print_best_table(b, p.space.definition(), stdout);
   std::printf("study: %s\n", out.string().c_str());
+  if (outcome->cancelled_by) {
+    std::fprintf(stderr, "acceltune: search cancelled by %s; 'acceltune search --resume --out %s' continues it\n",
+                 signal_name(outcome->cancelled_by).c_str(), out.c_str());
+    return 128 + outcome->cancelled_by;
+  }
   if (b.trials_ok == 0) {
     std::fprintf(stderr, "acceltune: no trial measured ok; see the errors in %s/trials.jsonl\n", out.c_str());
     return 1;

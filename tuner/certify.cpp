@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tuner/cancel.hpp"
+
 namespace acceltune {
 
 double student_t_975(int df) {
@@ -107,7 +109,7 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
       const Measurement* m = t.at_size(s.bytes);
       return m && m->state == State::ok ? m->value : std::nan("");
     };
-    for (int r = 0; r < options.rounds; ++r) {
+    for (int r = 0; r < options.rounds && !cancel_requested(); ++r) {
       // A B C D, then D C B A: a drift during a round affects both sides of each ratio alike.
       std::vector<int> order;
       order.push_back(-1);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "tuner/cancel.hpp"
 #include "tuner/trace.hpp"
 
 namespace acceltune {
@@ -184,6 +185,7 @@ Measurement measure_timed(uint64_t bytes, const std::function<void()>& run, cons
     const int n = static_cast<int>(m.samples_seconds.size());
     if (n >= s.min_samples && median_is_tight(m.samples_seconds, s.target_rel_halfwidth)) break;
     if (seconds(b - start) >= max_seconds && n >= 2) break;
+    if (cancel_requested() && n >= 1) break;  // the command is stopping; the study drops this trial
   }
   finish_bandwidth(m);
   return m;

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "tuner/cancel.hpp"
 #include "tuner/study.hpp"
 #include "tuner/trace.hpp"
 
@@ -108,6 +109,7 @@ std::vector<Measurement> measure_sizes(const Space& space, Kernel& kernel, const
                                        const MeasureContext& ctx) {
   std::vector<Measurement> out;
   for (uint64_t bytes : sizes) {
+    if (cancel_requested()) break;  // the command is stopping; the study drops this trial
     Measurement m;
     try {
       m = kernel.measure(space, config, bytes, ms, ctx);
@@ -153,14 +155,6 @@ Status write_all_fd(int fd, const std::string& data) {
     off += static_cast<size_t>(n);
   }
   return {};
-}
-
-std::string signal_name(int sig) {
-  static const std::map<int, const char*> names = {
-      {SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},
-      {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"}, {SIGPIPE, "SIGPIPE"}, {SIGTRAP, "SIGTRAP"}};
-  auto it = names.find(sig);
-  return it != names.end() ? it->second : fmt::format("signal {}", sig);
 }
 
 // The last non-empty lines of a worker's output, for the trial's message.
@@ -274,6 +268,13 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
   bool timed_out = false;
   int open_fds = 2;
   while (open_fds > 0) {
+    if (cancel_requested()) {
+      // The command is stopping: the trial in flight is not a result.
+      ::kill(-pid, SIGKILL);
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+      return failed(State::failed, fmt::format("cancelled by {}", signal_name(cancel_signal())));
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "tuner/cancel.hpp"
+
 #ifndef ACCELTUNE_VERSION
 #define ACCELTUNE_VERSION "0.0.0"
 #endif
@@ -188,6 +190,7 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   int64_t skipped = 0;
   out.stop_reason = "budget reached";
   while (static_cast<int64_t>(out.trials.size()) < options.budget) {
+    if (cancel_requested()) break;
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
     if (options.time_limit_seconds > 0 && elapsed >= options.time_limit_seconds) {
       out.stop_reason = "time limit reached";
@@ -220,6 +223,11 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
     log(Json{{"event", "trial_start"}, {"number", number}, {"config", space.config_to_json(*next)}, {"effort", effort}});
     const std::string started_at = utc_now_iso8601();
     Trial t = runner.run(*next, number, workload.sizes, effort);
+    if (cancel_requested()) {
+      // Cut short: not a result. Not stored, so --resume measures this config again.
+      log(Json{{"event", "trial_cancelled"}, {"number", number}});
+      break;
+    }
     t.started_at = started_at;
     ACCELTUNE_TRY(store.append(t.to_json(space)));
     Json fin{{"event", t.state == State::ok ? "trial_finish" : "trial_failure"},
@@ -253,13 +261,22 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   if (static_cast<int64_t>(seen.size()) >= valid && out.stop_reason == "budget reached") {
     out.stop_reason = "every valid config was measured";
   }
+  if (cancel_requested()) {
+    out.cancelled_by = cancel_signal();
+    out.stop_reason = fmt::format("cancelled by {}; --resume continues", signal_name(out.cancelled_by));
+  }
 
   // Noise-aware: the recommended config per size is the best posterior mean among the measured
   // ones, and certification re-measures the top of that order.
   Ranking ranking;
   out.best = compute_recommended_best(space, workload, out.trials, kernel.unit(), options.seed, &ranking);
-  if (options.certify.top > 0 && out.best.trials_ok > 0) {
+  if (options.certify.top > 0 && out.best.trials_ok > 0 && !out.cancelled_by) {
     certify(out.best, space, out.trials, runner, options.certify, log, options.on_certify_progress, &ranking);
+    if (cancel_requested()) {
+      out.cancelled_by = cancel_signal();
+      out.stop_reason = fmt::format("cancelled by {} while certifying; the table is not certified",
+                                    signal_name(out.cancelled_by));
+    }
   }
   ACCELTUNE_TRY(store.write_best(out.best.to_json()));
   log(Json{{"event", "end"}, {"reason", out.stop_reason}, {"trials", out.trials.size()}, {"certified", out.best.certified}});

@@ -50,6 +50,9 @@ struct StudyOutcome {
   int64_t resumed_trials = 0;
   std::string stop_reason;
   Isolation isolation = Isolation::in_process;
+  // The signal that cancelled the study (cancel.hpp), 0 when it ran to its end. A cancelled
+  // study keeps every finished trial, drops the one in flight and is not certified.
+  int cancelled_by = 0;
 };
 
 Json make_study_record(const Space& space, const Workload& workload, const StudyOptions& options,
