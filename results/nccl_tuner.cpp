@@ -143,9 +143,7 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
   std::string out =
       fmt::format("# acceltune nccl-tuner table: space {}, kernel {}, {} trials{}\n", best.space, best.kernel,
                   best.trials, best.certified ? ", gains certified against the default" : "");
-  if (study.contains("fingerprint") && study["fingerprint"].is_object() && study["fingerprint"].contains("id")) {
-    out += fmt::format("# acceltune fingerprint: {}\n", study["fingerprint"]["id"].get<std::string>());
-  }
+  out += fingerprint_header(study);
   out += "# NCCL_TUNER_PLUGIN=acceltune ACCELTUNE_NCCL_TUNER_TABLE=<this file> (or NCCL_TUNER_CONFIG_FILE)\n";
   out += std::string("# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff") +
          (col.chunk.empty() ? "" : ",chunkSize") + "\n";

@@ -201,4 +201,6 @@ std::string nccl_plugin() { return env_or("ACCELTUNE_NCCL_PLUGIN", ACCELTUNE_NCC
 
 fs::path build_dir() { return env_or("ACCELTUNE_BUILD_DIR", ACCELTUNE_BUILD_DIR); }
 
+std::string built_path(const char* name, const char* built) { return env_or(name, built); }
+
 }  // namespace acceltune::test

@@ -71,7 +71,9 @@ std::string acceltune_binary();
 std::filesystem::path spaces_dir();
 // the NCCL tuner plugin (ACCELTUNE_NCCL_PLUGIN);
 std::string nccl_plugin();
-// the build tree (ACCELTUNE_BUILD_DIR), for tests that install from it.
+// the build tree (ACCELTUNE_BUILD_DIR), for tests that install from it;
 std::filesystem::path build_dir();
+// any other built file: the variable `name` when set, else what the build compiled in.
+std::string built_path(const char* name, const char* built);
 
 }  // namespace acceltune::test

@@ -3,7 +3,10 @@
 // find_package and from pkg-config.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -18,7 +21,12 @@
 namespace acceltune {
 namespace {
 
-std::string this_machine() { return probe_fingerprint()["id"].get<std::string>(); }
+// The fingerprint lines an export of a study measured here carries (tuner/best.hpp).
+std::string this_machine() {
+  const Json probe = probe_fingerprint();
+  return "# acceltune fingerprint: " + probe["id"].get<std::string>() + "\n# acceltune fingerprint_fields: " +
+         probe["loader_fields"].dump() + "\n";
+}
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -38,11 +46,29 @@ class CleanEnv {
   std::vector<std::string> names_;
 };
 
-TEST(Loader, FingerprintIsTheOneProbePrints) {
+// Runs a shell command; its exit status and output.
+std::pair<int, std::string> shell(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+TEST(Loader, FingerprintFieldsAreTheOnesProbePrints) {
   auto r = test::run_cli({"probe", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json probe = Json::parse(r.out);
-  EXPECT_EQ(std::string(acceltune_fingerprint()), probe["id"].get<std::string>());
+  ASSERT_TRUE(probe.contains("loader_fields")) << r.out;
+  EXPECT_EQ(Json::parse(acceltune_fingerprint()), probe["loader_fields"]);
+  for (const char* k : {"cpu_model", "logical_cpus", "machine", "memory_gib", "numa", "nics", "gpus"}) {
+    EXPECT_TRUE(probe["loader_fields"].contains(k)) << k;
+  }
   EXPECT_EQ(std::string(acceltune_loader_version()), acceltune_version());
 }
 
@@ -50,8 +76,8 @@ TEST(Loader, SetsOnlyKnownPrefixes) {
   CleanEnv env({"NCCL_AT_TEST_A", "UCX_AT_TEST_B", "OMPI_MCA_at_test_c", "MPIR_CVAR_AT_TEST_D", "AT_TEST_PLAIN",
                 "LD_AT_TEST_PRELOAD"});
   test::TempDir dir;
-  test::write_file(dir / "tuned.env", "# acceltune: space x\n# acceltune fingerprint: " + this_machine() +
-                                          "\nNCCL_AT_TEST_A=1\nUCX_AT_TEST_B=rc,sm\nOMPI_MCA_at_test_c=3\n"
+  test::write_file(dir / "tuned.env", "# acceltune: space x\n" + this_machine() +
+                                          "NCCL_AT_TEST_A=1\nUCX_AT_TEST_B=rc,sm\nOMPI_MCA_at_test_c=3\n"
                                           "MPIR_CVAR_AT_TEST_D=4\nAT_TEST_PLAIN=5\nLD_AT_TEST_PRELOAD=/x.so\n");
   const std::string path = (dir / "tuned.env").string();
   // Strict: an unknown prefix fails the call, and nothing at all is set.
@@ -74,7 +100,7 @@ TEST(Loader, KeepsWhatTheUserSetUnlessAsked) {
   CleanEnv env({"NCCL_AT_TEST_KEEP", "NCCL_AT_TEST_NEW"});
   test::TempDir dir;
   test::write_file(dir / "t.env",
-                   "# acceltune fingerprint: " + this_machine() + "\nNCCL_AT_TEST_KEEP=tuned\nNCCL_AT_TEST_NEW=2\n");
+                   this_machine() + "NCCL_AT_TEST_KEEP=tuned\nNCCL_AT_TEST_NEW=2\n");
   const std::string path = (dir / "t.env").string();
   setenv("NCCL_AT_TEST_KEEP", "user", 1);
   ASSERT_EQ(acceltune_apply(path.c_str(), ACCELTUNE_DRY_RUN), ACCELTUNE_OK) << acceltune_last_error();
@@ -97,18 +123,25 @@ TEST(Loader, KeepsWhatTheUserSetUnlessAsked) {
 TEST(Loader, RefusesAnotherMachinesConfigUnlessForced) {
   CleanEnv env({"NCCL_AT_TEST_FP"});
   test::TempDir dir;
-  const std::string other = this_machine() == "000000000000" ? "111111111111" : "000000000000";
-  test::write_file(dir / "other.env", "# acceltune fingerprint: " + other + "\nNCCL_AT_TEST_FP=other\n");
+  // The same machine with eight more GPUs of another kind.
+  Json other = probe_fingerprint()["loader_fields"];
+  for (int i = 0; i < 8; ++i) other["gpus"].push_back("10de:2335");
+  test::write_file(dir / "other.env", "# acceltune fingerprint: 0123456789ab\n# acceltune fingerprint_fields: " +
+                                          other.dump() + "\nNCCL_AT_TEST_FP=other\n");
   test::write_file(dir / "none.env", "NCCL_AT_TEST_FP=none\n");
+  test::write_file(dir / "id-only.env", "# acceltune fingerprint: 0123456789ab\nNCCL_AT_TEST_FP=old\n");
   const std::string o = (dir / "other.env").string(), n = (dir / "none.env").string();
   EXPECT_EQ(acceltune_apply(o.c_str(), 0), ACCELTUNE_E_FINGERPRINT);
   const std::string err = acceltune_last_error();
-  EXPECT_NE(err.find(other), std::string::npos) << err;
-  EXPECT_NE(err.find(this_machine()), std::string::npos) << err;
+  EXPECT_NE(err.find("gpus: measured on [\"10de:2335\""), std::string::npos) << err;  // names the field
+  EXPECT_NE(err.find("0123456789ab"), std::string::npos) << err;
   EXPECT_NE(err.find("ACCELTUNE_FORCE"), std::string::npos) << err;
   EXPECT_EQ(std::getenv("NCCL_AT_TEST_FP"), nullptr);
   EXPECT_EQ(acceltune_apply(n.c_str(), 0), ACCELTUNE_E_FINGERPRINT);
   EXPECT_NE(std::string(acceltune_last_error()).find("no hardware fingerprint"), std::string::npos);
+  EXPECT_EQ(acceltune_apply((dir / "id-only.env").c_str(), 0), ACCELTUNE_E_FINGERPRINT);
+  EXPECT_NE(std::string(acceltune_last_error()).find("only the id 0123456789ab"), std::string::npos)
+      << acceltune_last_error();
   EXPECT_EQ(std::getenv("NCCL_AT_TEST_FP"), nullptr);
 
   ASSERT_EQ(acceltune_apply(o.c_str(), ACCELTUNE_FORCE), ACCELTUNE_OK) << acceltune_last_error();
@@ -173,26 +206,13 @@ TEST(Loader, AppliesAStudyAndItsExports) {
   EXPECT_EQ(acceltune_apply((dir / "plain.env").c_str(), 0), ACCELTUNE_OK) << acceltune_last_error();
   std::string stripped;
   for (const auto& line : test::lines_of(test::read_file(dir / "plain.env"))) {
-    if (line.rfind("# acceltune fingerprint:", 0) != 0) stripped += line + "\n";
+    if (line.rfind("# acceltune fingerprint", 0) != 0) stripped += line + "\n";
   }
   test::write_file(dir / "anonymous.env", stripped);
   EXPECT_EQ(acceltune_apply((dir / "anonymous.env").c_str(), 0), ACCELTUNE_E_FINGERPRINT);
   EXPECT_EQ(acceltune_apply((dir / "anonymous.env").c_str(), ACCELTUNE_FORCE), ACCELTUNE_OK) << acceltune_last_error();
 }
 
-// Runs a shell command; its exit status and output.
-std::pair<int, std::string> shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 const char* kConsumer = R"c(#include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +236,7 @@ TEST(Loader, InstalledPackageWorksFromCMakeAndPkgConfig) {
   auto inst =
       shell("cmake --install " + quoted(test::build_dir()) + " --component loader --prefix " + quoted(prefix));
   ASSERT_EQ(inst.first, 0) << inst.second;
-  test::write_file(dir / "t.env", "# acceltune fingerprint: " + this_machine() + "\nNCCL_AT_CONSUMER=42\n");
+  test::write_file(dir / "t.env", this_machine() + "NCCL_AT_CONSUMER=42\n");
 
   // find_package(acceltune) and the imported target.
   const auto proj = dir / "consumer";
@@ -254,10 +274,92 @@ TEST(Loader, InstalledPackageWorksFromCMakeAndPkgConfig) {
   EXPECT_EQ(run2.first, 0) << run2.second;
   EXPECT_EQ(run2.second, "NCCL_AT_CONSUMER=42 applied=1\n");
   // A mismatched fingerprint comes back as the documented code.
-  test::write_file(dir / "other.env", "# acceltune fingerprint: zzzzzzzzzzzz\nNCCL_AT_CONSUMER=1\n");
+  test::write_file(dir / "other.env", "# acceltune fingerprint: zzzzzzzzzzzz\n# acceltune fingerprint_fields: "
+                                      "{\"machine\": \"vax\"}\nNCCL_AT_CONSUMER=1\n");
   auto run3 = shell("LD_LIBRARY_PATH='" + ld + "' " + quoted(dir / "consumer-pc") + " " + quoted(dir / "other.env"));
   EXPECT_EQ(run3.first, ACCELTUNE_E_FINGERPRINT) << run3.second;
   EXPECT_NE(run3.second.find("zzzzzzzzzzzz"), std::string::npos) << run3.second;
+}
+
+// The communication libraries and device runtimes a loaded job must not find in its address space.
+const char* kForeignLibraries[] = {"libcuda.so", "libcudart", "libnccl", "libnvidia-ml", "libucp", "libucs",
+                                   "libuct", "libmpi", "libopen-pal", "libibverbs", "libhwloc"};
+
+TEST(Loader, NeedsNoCommunicationLibraryOrDeviceRuntime) {
+  const std::string lib = test::built_path("ACCELTUNE_LOADER_LIB", ACCELTUNE_LOADER_LIB);
+  auto r = shell("readelf -d " + quoted(std::filesystem::path(lib)));
+  if (r.first == 127) GTEST_SKIP() << "readelf is not installed (binutils)";
+  ASSERT_EQ(r.first, 0) << r.second;
+  int needed = 0;
+  for (const auto& line : test::lines_of(r.second)) {
+    if (line.find("(NEEDED)") == std::string::npos) continue;
+    ++needed;
+    for (const char* bad : kForeignLibraries) EXPECT_EQ(line.find(bad), std::string::npos) << line;
+  }
+  EXPECT_GT(needed, 0) << r.second;  // it does need libc: the dynamic section was read
+}
+
+// A study whose best config keeps an env-bound param at "default" (here NCCL_ALGO), loaded by a C
+// job linked with the loader alone: the variable stays unset, the tuned one is set, and the job
+// maps no communication library and runs one thread.
+TEST(Loader, ALoadedJobGetsItsVariablesAndNothingElse) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv",
+                   "algo,proto,objective\ndefault,Simple,10\ndefault,LL128,30\nRing,Simple,12\nRing,LL128,20\n");
+  test::write_file(dir / "space.json", R"({
+      "name": "nccl-default", "kernel": "replay", "operation": "allreduce", "landscape": "land.csv",
+      "params": [
+        {"name": "algo", "kind": "categorical", "values": ["default", "Ring"], "default": "default", "env": "NCCL_ALGO"},
+        {"name": "proto", "kind": "categorical", "values": ["Simple", "LL128"], "default": "Simple",
+         "env": "NCCL_PROTO"}]})");
+  auto s = test::run_cli({"search", "--space", "space.json", "--strategy", "grid", "--certify-top", "0", "--out", "s"},
+                         dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  ASSERT_EQ(best["export_config"]["algo"], "default") << best.dump();
+  const std::string job = test::built_path("ACCELTUNE_LOADER_JOB", ACCELTUNE_LOADER_JOB);
+  auto r = shell("env -u NCCL_ALGO -u NCCL_PROTO " + quoted(std::filesystem::path(job)) + " " + quoted(dir / "s") + " NCCL_ALGO NCCL_PROTO");
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_NE(r.second.find("rc=0\n"), std::string::npos) << r.second;
+  EXPECT_NE(r.second.find("NCCL_ALGO=(unset)\n"), std::string::npos) << r.second;
+  EXPECT_NE(r.second.find("NCCL_PROTO=LL128\n"), std::string::npos) << r.second;
+  EXPECT_NE(r.second.find("mapped="), std::string::npos) << r.second;  // the maps were read
+  for (const auto& line : test::lines_of(r.second)) {
+    if (line.rfind("mapped=", 0) != 0) continue;
+    for (const char* bad : kForeignLibraries) EXPECT_EQ(line.find(bad), std::string::npos) << line;
+  }
+  EXPECT_NE(r.second.find("threads=1\n"), std::string::npos) << r.second;
+}
+
+// A path that names a FIFO, a directory where a file belongs, or a device comes back at once
+// with ACCELTUNE_E_READ and sets nothing; a FIFO would otherwise block the job in open().
+TEST(Loader, FifosDirectoriesAndDevicesAreRefusedAtOnce) {
+  CleanEnv env({"NCCL_AT_TEST_FIFO"});
+  test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "pipe.env").c_str(), 0600), 0);
+  std::filesystem::create_directories(dir / "study");
+  test::write_file(dir / "study" / "study.json", "{}");
+  ASSERT_EQ(::mkfifo((dir / "study" / "best.json").c_str(), 0600), 0);
+  std::filesystem::create_directories(dir / "dir.env");
+  std::filesystem::create_directories(dir / "s2" / "best.json");
+  test::write_file(dir / "s2" / "study.json", "{}");
+  for (const std::string p : {"pipe.env", "study", "study/best.json", "dir.env", "s2", "/dev/zero"}) {
+    const std::string path = p[0] == '/' ? p : (dir / p).string();
+    // In a child, so a call that blocks shows as a timeout instead of hanging the suite.
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(acceltune_apply(path.c_str(), 0));
+    const int code = test::wait_exit(pid, 2.0);
+    if (code < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    EXPECT_EQ(code, p == "dir.env" ? ACCELTUNE_E_FORMAT : ACCELTUNE_E_READ) << p << " (-1: it blocked)";
+  }
+  EXPECT_EQ(acceltune_apply((dir / "pipe.env").c_str(), 0), ACCELTUNE_E_READ);
+  EXPECT_NE(std::string(acceltune_last_error()).find("is a FIFO"), std::string::npos) << acceltune_last_error();
+  EXPECT_EQ(acceltune_apply((dir / "s2").c_str(), 0), ACCELTUNE_E_READ);
+  EXPECT_NE(std::string(acceltune_last_error()).find("is a directory"), std::string::npos) << acceltune_last_error();
+  EXPECT_EQ(std::getenv("NCCL_AT_TEST_FIFO"), nullptr);
 }
 
 }  // namespace

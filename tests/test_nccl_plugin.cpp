@@ -1,6 +1,10 @@
 // The NCCL tuner plugin, loaded with dlopen as NCCL loads it and driven through every interface
 // version it exports, and the nccl-tuner / nccl-conf exports read back by it.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -379,6 +383,34 @@ TEST_P(EveryVersion, AMissingTableIsReportedOnce) {
   EXPECT_EQ(p.decide(kAllReduce, 4096, c), (Choice{}));
   ASSERT_EQ(g_log.size(), 1u);
   EXPECT_EQ(g_log[0].first, ACC_NCCL_LOG_INFO);
+}
+
+// A table path that names a FIFO or a directory is refused at init without blocking NCCL's
+// communicator setup (an open() of a FIFO waits for a writer).
+TEST_P(EveryVersion, AFifoOrDirectoryTableIsRefusedAtOnce) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "pipe.csv").c_str(), 0600), 0);
+  std::filesystem::create_directories(dir / "dir.csv");
+  for (const char* name : {"pipe.csv", "dir.csv"}) {
+    setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / name).c_str(), 1);
+    // In a child, so an init that blocks shows as a timeout instead of hanging the suite.
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      g_log.clear();
+      Plugin p(GetParam(), 8, 1);
+      Costs c;
+      const bool ok = p.ready() && p.decide(kAllReduce, 4096, c) == Choice{} && warnings() == 1 &&
+                      g_log.back().second.find(std::string(name) + " cannot be read (is a") != std::string::npos;
+      ::_exit(ok ? 0 : 1);
+    }
+    const int code = test::wait_exit(pid, 3.0);
+    if (code < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    EXPECT_EQ(code, 0) << name << (code < 0 ? ": init blocked" : ": not refused with a warning");
+  }
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
 }
 
 TEST_P(EveryVersion, ReadsTheExampleTunersVariable) {

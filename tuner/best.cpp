@@ -277,15 +277,21 @@ Expected<std::string> emit(const std::string& format, const BestTable& best) {
   return info->emit(best);
 }
 
+std::string fingerprint_header(const Json& study) {
+  const Json fp = study.is_object() ? study.value("fingerprint", Json::object()) : Json::object();
+  if (!fp.is_object() || !fp.contains("id") || !fp["id"].is_string()) return "";
+  std::string out = fmt::format("# acceltune fingerprint: {}\n", fp["id"].get<std::string>());
+  if (fp.contains("loader_fields") && fp["loader_fields"].is_object()) {
+    out += fmt::format("# acceltune fingerprint_fields: {}\n", fp["loader_fields"].dump());
+  }
+  return out;
+}
+
 std::string export_header(const BestTable& best) {
   std::string out = fmt::format("# acceltune: space {}, kernel {}, {} trials{}\n", best.space, best.kernel, best.trials,
                                 best.certified ? ", gains certified against the default" : "");
-  const Json& fp = best.study.value("fingerprint", Json::object());
-  if (fp.is_object() && fp.contains("id") && fp["id"].is_string()) {
-    out += fmt::format("# acceltune fingerprint: {}\n", fp["id"].get<std::string>());
-  } else {
-    out += "# no fingerprint: exported without its study record\n";
-  }
+  const std::string fp = fingerprint_header(best.study);
+  out += fp.empty() ? "# no fingerprint: exported without its study record\n" : fp;
   if (best.export_config == best.default_config) out += "# no significant gain over the library default\n";
   return out;
 }

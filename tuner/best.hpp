@@ -110,7 +110,12 @@ using EmitterRegistry = Registry<EmitterInfo>;
 Expected<std::string> emit(const std::string& format, const BestTable& best);
 
 // The header lines every KEY=VALUE export starts with: what was searched, and the hardware
-// fingerprint the runtime loader checks ("# acceltune fingerprint: ID").
+// fingerprint (fingerprint_header).
 std::string export_header(const BestTable& best);
+
+// The fingerprint lines of an export, from the study record: "# acceltune fingerprint: ID" (for
+// people and `compare`) and "# acceltune fingerprint_fields: {...}", the fields the runtime loader
+// checks (loader_fields in fingerprint.hpp). Empty when the study has no fingerprint.
+std::string fingerprint_header(const Json& study);
 
 }  // namespace acceltune

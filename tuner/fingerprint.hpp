@@ -50,6 +50,22 @@ Json fingerprint_fields(const Json& probe);
 // study gives the id it was stored with.
 std::string fingerprint_id(const Json& probe);
 
+// The fields of the fingerprint that a job can read cheaply, from a few files under /proc and
+// /sys, without loading a library, initialising a device or starting a thread: what the runtime
+// loader (libacceltune) checks before it applies a configuration, since it runs inside the job.
+//   cpu_model      /proc/cpuinfo "model name"
+//   logical_cpus   online CPUs
+//   machine        uname's machine (x86_64, aarch64)
+//   memory_gib     MemTotal, rounded to GiB
+//   numa           per node: memory_gib and cpu_count
+//   nics           per physical NIC (one with a device): driver, speed_mbps, mtu; sorted
+//   gpus           per GPU the NVIDIA driver lists (/proc/driver/nvidia/gpus): its PCI
+//                  "vendor:device"; sorted. All of the node's GPUs, so a job that narrows
+//                  CUDA_VISIBLE_DEVICES still matches.
+// probe_fingerprint() stores them as "loader_fields"; exports carry them as a
+// "# acceltune fingerprint_fields: {...}" line.
+Json loader_fields();
+
 // Appends "section: text" to probe["notes"].
 void add_probe_note(Json& probe, const std::string& section, const std::string& text);
 // The first line of a small file, trimmed; empty when unreadable (sysfs and procfs helpers).

@@ -1,20 +1,23 @@
-// libacceltune: the C API of acceltune/loader.h over the project's own best-table and
-// fingerprint code, so a job applies exactly what `acceltune exec` would and checks the same
-// fingerprint that `acceltune probe` prints.
+// libacceltune: the C API of acceltune/loader.h over the project's own best-table code, so a job
+// applies what `acceltune exec` would. It runs inside the job, so it sets variables and nothing
+// else: it reads a few small regular files, loads no library, initialises no device, starts no
+// thread, and checks only the fingerprint fields a job can read cheaply (loader_fields).
 #include "acceltune/loader.h"
+
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tuner/best.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/regular_file.hpp"
+#include "tuner/space.hpp"
 
 #define ACCELTUNE_API extern "C" __attribute__((visibility("default")))
 
@@ -29,23 +32,30 @@ thread_local int t_applied = 0, t_kept = 0;
 constexpr unsigned kKnownFlags = ACCELTUNE_OVERRIDE | ACCELTUNE_FORCE | ACCELTUNE_STRICT | ACCELTUNE_DRY_RUN;
 constexpr const char* kPrefixes[] = {"NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_"};
 constexpr const char* kFingerprintTag = "# acceltune fingerprint:";
+constexpr const char* kFieldsTag = "# acceltune fingerprint_fields:";
 
-const std::string& own_fingerprint() {
+const Json& own_fields() {
   static std::once_flag once;
-  static std::string id;
+  static Json fields;
   std::call_once(once, [] {
     try {
-      id = probe_fingerprint().value("id", "");
+      fields = loader_fields();
     } catch (...) {
-      id.clear();
+      fields = Json::object();
     }
   });
-  return id;
+  return fields;
+}
+
+const std::string& own_fields_text() {
+  static const std::string text = own_fields().dump();
+  return text;
 }
 
 struct Config {
   std::vector<std::pair<std::string, std::string>> vars;
-  std::string fingerprint;  // empty when the source carries none
+  std::string fingerprint;  // the id, for messages; empty when the source carries none
+  Json fields;              // loader_fields of the machine that measured it; null when absent
 };
 
 int failure(int code, std::string text) {
@@ -68,35 +78,87 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-int read_json(const fs::path& p, Json* out) {
-  std::ifstream in(p);
-  if (!in) return failure(ACCELTUNE_E_READ, fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
-  *out = Json::parse(in, nullptr, false);
-  if (out->is_discarded()) return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: malformed JSON", p.string()));
+// The whole of a regular file (tuner/regular_file.hpp: a FIFO is refused before it could block).
+int read_file(const fs::path& p, std::string* text) {
+  std::string why;
+  if (!read_regular_file(p.c_str(), *text, why)) {
+    const bool kind = why.rfind("is ", 0) == 0;  // "is a FIFO": not a reading error, a wrong path
+    return failure(ACCELTUNE_E_READ, kind ? fmt::format("{}: {}, where a file was expected", p.string(), why)
+                                          : fmt::format("{}: cannot read: {}", p.string(), why));
+  }
   return ACCELTUNE_OK;
+}
+
+// Which members of a JSON file to keep: keep(depth, top-level key, this key). The parser still
+// reads the rest, but builds nothing for it (a study's files hold far more than the loader needs).
+using Keep = bool (*)(int depth, const std::string& top, const std::string& key);
+
+int read_json(const fs::path& p, Json* out, Keep keep) {
+  std::string text;
+  if (int rc = read_file(p, &text)) return rc;
+  std::string top;
+  Json::parser_callback_t filter = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event != Json::parse_event_t::key) return true;
+    const std::string& key = parsed.get_ref<const std::string&>();
+    if (depth == 1) top = key;
+    return keep(depth, top, key);
+  };
+  *out = Json::parse(text, filter, false);
+  if (out->is_discarded() || !out->is_object()) {
+    return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: malformed JSON", p.string()));
+  }
+  return ACCELTUNE_OK;
+}
+
+// The first field where the recorded machine and this one differ, with both values.
+std::string field_difference(const Json& recorded, const Json& here) {
+  for (const auto& [key, value] : recorded.items()) {
+    const Json mine = here.contains(key) ? here[key] : Json(nullptr);
+    if (mine != value) return fmt::format("{}: measured on {}, this machine has {}", key, value.dump(), mine.dump());
+  }
+  for (const auto& [key, value] : here.items()) {
+    if (!recorded.contains(key)) return fmt::format("{}: not recorded, this machine has {}", key, value.dump());
+  }
+  return "";
 }
 
 // A study's best.json, with the fingerprint from the study.json beside it.
 int from_best(const fs::path& best_path, Config* c) {
   Json best;
-  if (int rc = read_json(best_path, &best)) return rc;
-  auto b = BestTable::from_json(best);
-  if (!b) return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: {}", best_path.string(), b.error().message));
-  if (!b->overall_trial) {
+  if (int rc = read_json(best_path, &best, [](int depth, const std::string& top, const std::string&) {
+        return depth > 1 || top == "overall" || top == "export_config" || top == "env";
+      })) {
+    return rc;
+  }
+  if (!best.contains("overall") || !best["overall"].is_object()) {
+    return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: not a best.json table: it lacks 'overall'", best_path.string()));
+  }
+  const Json& overall = best["overall"];
+  if (!overall.contains("trial") || !overall["trial"].is_number()) {
     return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: the study has no config that measured ok", best_path.string()));
   }
-  for (const auto& [param, var] : b->env) {
-    if (!b->export_config.contains(param)) continue;
-    const Json& v = b->export_config[param];
-    c->vars.emplace_back(var, v.is_string() ? v.get<std::string>() : v.dump());
+  // As `acceltune export --format env`: the export config (older tables: the overall best).
+  const Json config = best.contains("export_config") ? best["export_config"] : overall.value("config", Json::object());
+  const Json env = best.value("env", Json::object());
+  for (const auto& [param, var] : env.items()) {
+    if (!config.contains(param) || !var.is_string()) continue;
+    const Json& v = config[param];
+    if (unsets_env(v)) continue;  // "default": the library decides, so the variable stays unset
+    c->vars.emplace_back(var.get<std::string>(), v.is_string() ? v.get<std::string>() : v.dump());
   }
   const fs::path study_path = best_path.parent_path() / "study.json";
-  std::error_code ec;
-  if (fs::exists(study_path, ec)) {
+  struct stat st {};
+  if (::lstat(study_path.c_str(), &st) == 0) {
     Json study;
-    if (int rc = read_json(study_path, &study)) return rc;
+    if (int rc = read_json(study_path, &study, [](int depth, const std::string& top, const std::string& key) {
+          return top == "fingerprint" && (depth != 2 || key == "id" || key == "loader_fields");
+        })) {
+      return rc;
+    }
     if (study.contains("fingerprint") && study["fingerprint"].is_object()) {
-      c->fingerprint = study["fingerprint"].value("id", "");
+      const Json& fp = study["fingerprint"];
+      if (fp.contains("id") && fp["id"].is_string()) c->fingerprint = fp["id"].get<std::string>();
+      if (fp.contains("loader_fields") && fp["loader_fields"].is_object()) c->fields = fp["loader_fields"];
     }
   }
   return ACCELTUNE_OK;
@@ -104,11 +166,23 @@ int from_best(const fs::path& best_path, Config* c) {
 
 // KEY=VALUE lines; the fingerprint from a "# acceltune fingerprint: ID" comment.
 int from_env_file(const fs::path& p, Config* c) {
-  std::ifstream in(p);
-  if (!in) return failure(ACCELTUNE_E_READ, fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  std::string text;
+  if (int rc = read_file(p, &text)) return rc;
+  // Line by line, without iostreams (their first use costs a fresh process more than the rest).
+  size_t at = 0;
+  for (int n = 1; at < text.size(); ++n) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (line.rfind(kFieldsTag, 0) == 0) {
+      c->fields = Json::parse(line.substr(std::strlen(kFieldsTag)), nullptr, false);
+      if (c->fields.is_discarded() || !c->fields.is_object()) {
+        return failure(ACCELTUNE_E_FORMAT, fmt::format("{}:{}: the fingerprint fields are not a JSON object", p.string(), n));
+      }
+      continue;
+    }
     if (line.rfind(kFingerprintTag, 0) == 0) {
       std::string id = line.substr(std::strlen(kFingerprintTag));
       while (!id.empty() && id.front() == ' ') id.erase(0, 1);
@@ -157,19 +231,18 @@ int apply(const char* path, unsigned flags) {
   if (int rc = load(path, &c)) return rc;
 
   if (!(flags & ACCELTUNE_FORCE)) {
-    const std::string& mine = own_fingerprint();
-    if (c.fingerprint.empty()) {
-      return failure(
-          ACCELTUNE_E_FINGERPRINT,
-          fmt::format("{}: carries no hardware fingerprint, so it cannot be checked against this machine ({}); "
-                      "export it with --format nccl-conf or pass ACCELTUNE_FORCE",
-                      path, mine));
-    }
-    if (c.fingerprint != mine) {
+    if (c.fields.is_null()) {
       return failure(ACCELTUNE_E_FINGERPRINT,
-                     fmt::format("{}: measured on hardware {} but this machine is {}; search again here or pass "
+                     fmt::format("{}: carries no hardware fingerprint fields{}, so it cannot be checked against this "
+                                 "machine; export it again with this acceltune (--format env or nccl-conf) or pass "
                                  "ACCELTUNE_FORCE",
-                                 path, c.fingerprint, mine));
+                                 path, c.fingerprint.empty() ? "" : " (only the id " + c.fingerprint + ")"));
+    }
+    const std::string diff = field_difference(c.fields, own_fields());
+    if (!diff.empty()) {
+      return failure(ACCELTUNE_E_FINGERPRINT,
+                     fmt::format("{}: measured on other hardware{}: {}; search again here or pass ACCELTUNE_FORCE",
+                                 path, c.fingerprint.empty() ? "" : " (" + c.fingerprint + ")", diff));
     }
   }
   std::vector<std::pair<std::string, std::string>> wanted;
@@ -217,7 +290,7 @@ ACCELTUNE_API int acceltune_apply(const char* path, unsigned flags) {
 ACCELTUNE_API int acceltune_applied_count(void) { return al::t_applied; }
 ACCELTUNE_API int acceltune_kept_count(void) { return al::t_kept; }
 ACCELTUNE_API const char* acceltune_last_error(void) { return al::t_error.c_str(); }
-ACCELTUNE_API const char* acceltune_fingerprint(void) { return al::own_fingerprint().c_str(); }
+ACCELTUNE_API const char* acceltune_fingerprint(void) { return al::own_fields_text().c_str(); }
 ACCELTUNE_API const char* acceltune_loader_version(void) {
   static const std::string v = acceltune::acceltune_version();
   return v.c_str();

@@ -8,19 +8,19 @@
 // functions never allocate, never log on the hot path and always return success.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <new>
-#include <sstream>
 #include <string>
 
 #include "tools/nccl-plugin/nccl_tuner_abi.h"
 #include "tools/nccl-plugin/table.hpp"
+#include "tuner/regular_file.hpp"
 
 namespace acceltune::nccl_plugin {
 namespace {
 
 // Beyond this a table is surely not ours, and the per-segment row lists would grow large.
 constexpr size_t kMaxRows = 10000;
+constexpr size_t kMaxTableBytes = 16u << 20;
 
 struct Context {
   Table table;
@@ -47,14 +47,14 @@ void load(Context& ctx, size_t ranks, size_t nodes) {
         "acceltune tuner: neither ACCELTUNE_NCCL_TUNER_TABLE nor NCCL_TUNER_CONFIG_FILE is set; NCCL chooses");
     return;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    say(ctx.log, ACC_NCCL_LOG_WARN, "acceltune tuner: %s=%s cannot be read; NCCL chooses", var, path);
+  // Never blocks: a FIFO or a directory is refused before it is opened.
+  std::string text, why;
+  if (!read_regular_file(path, text, why, kMaxTableBytes)) {
+    say(ctx.log, ACC_NCCL_LOG_WARN, "acceltune tuner: %s=%s cannot be read (%s); NCCL chooses", var, path,
+        why.c_str());
     return;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  ParseResult parsed = parse_table(text.str());
+  ParseResult parsed = parse_table(text);
   if (!parsed.error.empty()) {
     say(ctx.log, ACC_NCCL_LOG_WARN, "acceltune tuner: %s: %s; the table is not used, NCCL chooses", path,
         parsed.error.c_str());

@@ -2,7 +2,8 @@
  * that cannot be started through `acceltune exec`. Call it first thing in main(), before any
  * communication library (NCCL, UCX, MPI) initialises and before the process starts threads:
  * those libraries read their variables once, and setenv() is not safe while other threads read
- * the environment.
+ * the environment. It only sets variables: it reads a few small files, loads no library (it
+ * needs none of CUDA, NCCL, UCX, MPI, verbs or hwloc), initialises no device, starts no thread.
  *
  *   #include <acceltune/loader.h>
  *   if (acceltune_apply(getenv("ACCELTUNE_CONFIG"), 0) != ACCELTUNE_OK)
@@ -14,9 +15,19 @@
  *     fingerprint of the machine that measured it;
  *   - a best.json file inside a study directory (study.json beside it gives the fingerprint);
  *   - an exported KEY=VALUE file (`acceltune export --format nccl-conf`, `env`, `ucx-env`) whose
- *     header carries a line "# acceltune fingerprint: ID".
- * Only variables named NCCL_*, UCX_*, OMPI_MCA_* and MPIR_CVAR_* are set; others in the file are
- * skipped (ACCELTUNE_E_PREFIX when nothing else is wrong and ACCELTUNE_STRICT is given). */
+ *     header carries the line "# acceltune fingerprint_fields: {...}".
+ * A value "default" leaves its variable unset (the library decides). Only variables named NCCL_*,
+ * UCX_*, OMPI_MCA_* and MPIR_CVAR_* are set; others in the file are skipped (ACCELTUNE_E_PREFIX
+ * when nothing else is wrong and ACCELTUNE_STRICT is given). A FIFO, a directory or a device where
+ * a file is expected is refused at once (ACCELTUNE_E_READ), never opened for reading.
+ *
+ * The fingerprint check compares the fields a job can read without initialising anything, from
+ * /proc and /sys, against those recorded when the configuration was measured:
+ *   cpu_model, logical_cpus, machine, memory_gib (rounded), numa (memory_gib and cpu_count per
+ *   node), nics (driver, speed_mbps, mtu of each physical NIC), gpus (PCI vendor:device of every
+ *   GPU the NVIDIA driver lists, so a narrowed CUDA_VISIBLE_DEVICES does not matter).
+ * A mismatch names the first field that differs. `acceltune probe --json` shows them as
+ * "loader_fields"; its "id" also covers library versions and GPU details a job cannot read cheaply. */
 #ifndef ACCELTUNE_LOADER_H
 #define ACCELTUNE_LOADER_H
 
@@ -35,7 +46,7 @@ extern "C" {
 enum acceltune_status {
   ACCELTUNE_OK = 0,
   ACCELTUNE_E_ARGUMENT = 1,    /* path is NULL or empty, or an unknown flag */
-  ACCELTUNE_E_READ = 2,        /* the path does not exist or cannot be read */
+  ACCELTUNE_E_READ = 2,        /* the path does not exist, cannot be read, or is a FIFO, directory or device */
   ACCELTUNE_E_FORMAT = 3,      /* not a study directory, best.json or KEY=VALUE export */
   ACCELTUNE_E_FINGERPRINT = 4, /* measured on other hardware, or carries no fingerprint */
   ACCELTUNE_E_PREFIX = 5,      /* ACCELTUNE_STRICT and a variable of an unknown prefix */
@@ -54,7 +65,8 @@ int acceltune_kept_count(void);
 /* One line describing the last failure of acceltune_apply in this thread ("" after a success). */
 const char* acceltune_last_error(void);
 
-/* This machine's hardware fingerprint, the `id` that `acceltune probe --json` prints. */
+/* This machine's fingerprint fields as the loader checks them: one line of JSON, the
+ * "loader_fields" of `acceltune probe --json`. */
 const char* acceltune_fingerprint(void);
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
