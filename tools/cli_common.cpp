@@ -95,8 +95,11 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
           s.significant ? fmt::format("{} (#{})", describe_config(s.chosen_config, b.default_config, units),
                                       *s.certified_trial)
                         : fmt::format("(default) no significant gain from #{}", *s.certified_trial);
-      std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
-                   w ? format_value(w->default_value).c_str() : "-", w ? format_value(w->value).c_str() : "-",
+      // The medians behind the interval (the winner's fresh rounds); older tables: its candidate rounds.
+      const bool own = s.certified_rounds > 0;
+      const std::string dv = own ? format_value(s.certified_default_value) : w ? format_value(w->default_value) : "-";
+      const std::string bv = own ? format_value(s.certified_value) : w ? format_value(w->value) : "-";
+      std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(), dv.c_str(), bv.c_str(),
                    gain.c_str(), cfg.c_str());
       continue;
     }

@@ -181,7 +181,9 @@ s = best["sizes"][0]
 c = s.get("certified") or {}
 cands = {k.get("trial"): k for k in c.get("candidates", [])}
 k = cands.get(c.get("trial"))
-if k:
+if c.get("value") is not None:  # the medians behind the certified interval
+    default, top, how = c["default_value"], c["value"], "certified"
+elif k:
     default, top, how = k["default_value"], k["value"], "certified"
 else:
     default, top, how = s.get("default_value"), s.get("value"), "searched, not certified"

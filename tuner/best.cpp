@@ -42,6 +42,10 @@ Json BestTable::to_json() const {
       c["ci_low"] = opt(s.ci_low);
       c["ci_high"] = opt(s.ci_high);
       c["significant"] = s.significant;
+      c["confirmed"] = s.confirmed;
+      c["rounds"] = s.certified_rounds;
+      c["value"] = s.certified_trial ? Json(s.certified_value) : Json(nullptr);
+      c["default_value"] = s.certified_trial ? Json(s.certified_default_value) : Json(nullptr);
       Json cands = Json::array();
       for (const auto& k : s.candidates) {
         cands.push_back(Json{{"trial", k.trial}, {"config", k.config}, {"ratio", k.ratio}, {"ci_low", k.ci_low},
@@ -109,6 +113,10 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
       s.ci_low = get_opt(c, "ci_low");
       s.ci_high = get_opt(c, "ci_high");
       s.significant = c.value("significant", false);
+      s.confirmed = c.value("confirmed", false);
+      s.certified_rounds = c.value("rounds", 0);
+      s.certified_value = get_opt(c, "value").value_or(0.0);
+      s.certified_default_value = get_opt(c, "default_value").value_or(0.0);
       for (const auto& k : c.value("candidates", Json::array())) {
         Candidate cd;
         cd.trial = k.value("trial", int64_t{0});

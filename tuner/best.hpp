@@ -38,12 +38,17 @@ struct SizeBest {
   std::optional<double> default_value;
   std::optional<double> ratio;  // best / default
   // Certification: the winner among the re-measured candidates, and whether its gain is
-  // significant (the interval excludes 1.0).
+  // significant (the interval excludes 1.0). With several candidates the winner is chosen on
+  // their rounds (`candidates`) and its ratio and interval come from fresh rounds of the winner
+  // against the default alone (`confirmed`): the rounds that picked a winner flatter it.
   bool certified = false;
   std::vector<Candidate> candidates;
   std::optional<int64_t> certified_trial;
   std::optional<double> certified_ratio, ci_low, ci_high;
   bool significant = false;
+  bool confirmed = false;        // the interval is from rounds that played no part in the choice
+  int certified_rounds = 0;      // the rounds behind the interval
+  double certified_value = 0, certified_default_value = 0;  // their medians
   // What an export uses at this size: the certified winner when significant, the library
   // default when not, the search's best when the study was not certified.
   Json chosen_config = Json::object();

@@ -86,6 +86,7 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
     if (ok.size() > static_cast<size_t>(options.top)) ok.resize(static_cast<size_t>(options.top));
     picks[i] = ok;
     total += static_cast<int>((ok.size() + 1) * static_cast<size_t>(options.rounds));
+    if (ok.size() > 1) total += 2 * options.rounds;  // the winner's fresh rounds
   }
   int done = 0;
   best.certified = true;
@@ -98,6 +99,9 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
     s.ci_low.reset();
     s.ci_high.reset();
     s.significant = false;
+    s.confirmed = false;
+    s.certified_rounds = 0;
+    s.certified_value = s.certified_default_value = 0;
     s.chosen_config = best.default_config;
     s.chosen_is_default = true;
     const auto& cands = picks[i];
@@ -121,7 +125,6 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
         if (progress) progress(++done, total);
       }
     }
-    const Candidate* winner = nullptr;
     for (size_t k = 0; k < cands.size(); ++k) {
       RatioInterval ri = ratio_interval(values[k], def_values);
       Candidate c;
@@ -135,15 +138,38 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
       c.rounds = ri.n;
       s.candidates.push_back(std::move(c));
     }
+    const Candidate* winner = nullptr;
     for (const auto& c : s.candidates) {
       if (c.rounds > 0 && (!winner || c.ratio > winner->ratio)) winner = &c;
     }
-    if (winner) {
+    if (winner && !cancel_requested()) {
       s.certified_trial = winner->trial;
-      s.certified_ratio = winner->ratio;
-      s.ci_low = winner->ci_low;
-      s.ci_high = winner->ci_high;
-      s.significant = winner->ci_low > 1.0;
+      RatioInterval ri{winner->ratio, winner->ci_low, winner->ci_high, winner->rounds};
+      s.certified_value = winner->value;
+      s.certified_default_value = winner->default_value;
+      if (cands.size() > 1) {
+        // The best of several on the same rounds carries the choice's luck (the winner's curse):
+        // its own interval would claim more than 95%. Certify it on fresh rounds against the
+        // default alone, interleaved A B, B A.
+        const Config& chosen = cands[static_cast<size_t>(winner - s.candidates.data())]->config;
+        std::vector<double> d, w;
+        for (int r = 0; r < options.rounds && !cancel_requested(); ++r) {
+          for (int k = 0; k < 2; ++k) {
+            if ((k == 0) == (r % 2 == 0)) d.push_back(value_of(def));
+            else w.push_back(value_of(chosen));
+            if (progress) progress(++done, total);
+          }
+        }
+        ri = ratio_interval(w, d);
+        s.confirmed = true;
+        s.certified_value = median_of(w);
+        s.certified_default_value = median_of(d);
+      }
+      s.certified_ratio = ri.ratio;
+      s.ci_low = ri.low;
+      s.ci_high = ri.high;
+      s.certified_rounds = ri.n;
+      s.significant = ri.n >= 2 && ri.low > 1.0;
       if (s.significant) {
         s.chosen_config = winner->config;
         s.chosen_is_default = false;
@@ -151,11 +177,12 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
     }
     if (log) {
       Json e = Json{{"event", "certify"}, {"bytes", s.bytes}, {"significant", s.significant}};
-      if (winner) {
-        e["trial"] = winner->trial;
-        e["ratio"] = winner->ratio;
-        e["ci_low"] = winner->ci_low;
-        e["ci_high"] = winner->ci_high;
+      if (s.certified_trial) {
+        e["trial"] = *s.certified_trial;
+        e["ratio"] = *s.certified_ratio;
+        e["ci_low"] = *s.ci_low;
+        e["ci_high"] = *s.ci_high;
+        e["confirmed"] = s.confirmed;
       }
       log(e);
     }

@@ -2,7 +2,10 @@
 // config measured once, minutes after the default, proves little. After the search the top
 // configs per size are re-measured interleaved with the default in the same run, and the gain
 // is a ratio with a 95% confidence interval; an interval that includes 1.0 is "no significant
-// gain", and the export keeps the library default for that size.
+// gain", and the export keeps the library default for that size. With several candidates, their
+// rounds only choose the winner; the winner's ratio and interval come from as many fresh rounds
+// of it against the default alone, since the best of several on the same rounds is flattered by
+// its own luck and its own interval would cover the truth less often than it says.
 #pragma once
 
 #include <functional>
@@ -15,7 +18,7 @@ namespace acceltune {
 
 struct CertifyOptions {
   int top = 3;     // candidates per size; 0 disables certification
-  int rounds = 5;  // interleaved rounds of default and candidates
+  int rounds = 5;  // interleaved rounds of default and candidates (and of the winner's confirmation)
 };
 
 // A 95% interval for the mean of log ratios, by Student's t. Returns {ratio, low, high}.
