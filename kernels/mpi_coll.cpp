@@ -586,8 +586,10 @@ class Job {
   bool running() const { return pid_ > 0; }
 
   Status start() {
-    char tmpl[] = "/tmp/acceltune-mpi-XXXXXX";
-    if (!::mkdtemp(tmpl)) return runtime_error("cannot create a folder for the MPI job: {}", std::strerror(errno));
+    // Under TMPDIR, which a guarded command points at its own scratch folder (process_guard.hpp),
+    // so a killed search leaves no FIFO behind.
+    std::string tmpl = (fs::temp_directory_path() / "acceltune-mpi-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return runtime_error("cannot create a folder for the MPI job: {}", std::strerror(errno));
     dir_ = tmpl;
     for (const char* f : {"request", "reply"}) {
       if (::mkfifo((dir_ / f).c_str(), 0600) != 0) return runtime_error("cannot create a FIFO: {}", std::strerror(errno));

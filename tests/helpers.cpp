@@ -170,6 +170,19 @@ bool wait_for_marked(const std::string& mark, const std::string& what, double se
   return false;
 }
 
+std::string files_left(const fs::path& dir, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::string names;
+  do {
+    names.clear();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) names += e.path().filename().string() + " ";
+    if (names.empty()) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < end);
+  return names;
+}
+
 std::string left_over(const std::string& mark, double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::vector<pid_t> left;

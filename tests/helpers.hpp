@@ -61,6 +61,8 @@ std::string fresh_mark();
 bool wait_for_marked(const std::string& mark, const std::string& what, double seconds);
 // Waits up to `seconds` until no process carries `mark`; a description of those left otherwise.
 std::string left_over(const std::string& mark, double seconds);
+// Waits up to `seconds` until folder `dir` is empty; the names left in it otherwise.
+std::string files_left(const std::filesystem::path& dir, double seconds);
 
 // Paths the build knows, each with a runtime override, so the test programs run from wherever
 // they are copied (the GPU bundle, tools/gpu-bundle.sh):

@@ -391,15 +391,19 @@ TEST(MpiColl, AKilledSearchLeavesNoProcessOfAHangingTrial) {
   REQUIRE_MPIRUN();
   TempDir dir;
   const std::string mark = test::fresh_mark();
+  fs::create_directories(dir / "tmp");
   const pid_t pid = test::spawn_cli({"search", "--space", "mpi-allreduce", "--budget", "2", "--sizes", "4K",
                                      "--max-seconds", "0.05", "--trial-timeout", "300", "--certify-top", "0", "--out",
                                      "study"},
-                                    dir.path(), {mark + "=1", "ACCELTUNE_MPI_HANG_RANK=1"}, dir / "log");
+                                    dir.path(), {mark + "=1", "ACCELTUNE_MPI_HANG_RANK=1", "TMPDIR=" + (dir / "tmp").string()},
+                                    dir / "log");
   ASSERT_TRUE(test::wait_for_marked(mark, "__mpi-rank", 60)) << test::read_file(dir / "log");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the collective
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   EXPECT_EQ(test::wait_exit(pid, 10), 128 + SIGKILL);
   EXPECT_EQ(test::left_over(mark, 5), "") << "processes of the killed search's trial are still running";
+  // The job's FIFOs and Open MPI's session folder were in the search's scratch folder.
+  EXPECT_EQ(test::files_left(dir / "tmp", 5), "") << "files of the killed search are still there";
   const auto r = sh(fmt::format("cd {} && {} {} search --space mpi-allreduce --budget 2 --sizes 4K --max-seconds 0.05 "
                                 "--certify-top 0 --out study --resume",
                                 dir.path().string(), kMpiEnv, binary()));

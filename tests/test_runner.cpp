@@ -184,13 +184,17 @@ TEST(Runner, AKilledSearchLeavesNoProcessOfItsTrial) {
   test::TempDir dir;
   test::write_file(dir / "hang.json", kHangSpace);
   const std::string mark = test::fresh_mark();
+  fs::create_directories(dir / "tmp");
+  const std::string tmpdir = "TMPDIR=" + (dir / "tmp").string();
   const pid_t pid = test::spawn_cli({"search", "--space", "hang.json", "--budget", "1", "--trial-timeout", "300",
                                      "--certify-top", "0", "--out", "s"},
-                                    dir.path(), {mark + "=1"});
+                                    dir.path(), {mark + "=1", tmpdir});
   ASSERT_TRUE(test::wait_for_marked(mark, "__worker", 30)) << "the trial's worker did not start";
+  EXPECT_NE(test::files_left(dir / "tmp", 0), "") << "the search made no scratch folder";
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   EXPECT_EQ(test::wait_exit(pid, 10), 128 + SIGKILL);
   EXPECT_EQ(test::left_over(mark, 5), "") << "processes of the killed search's trial are still running";
+  EXPECT_EQ(test::files_left(dir / "tmp", 5), "") << "the killed search's scratch folder is still there";
 }
 
 // SIGINT or SIGTERM stops a search at once: the trial in flight is killed and dropped, finished

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 #include <vector>
@@ -54,8 +55,9 @@ std::string random_hex(size_t digits) {
 }
 
 int guardian_main(int argc, char** argv) {
-  if (argc < 3) return 2;
+  if (argc < 4) return 2;
   const std::string variable = argv[2];
+  const std::string scratch = argv[3];
   // Only the pipe's end decides: not the terminal's Ctrl-C or hang-up, not a stray SIGTERM.
   for (int sig : {SIGINT, SIGHUP, SIGTERM, SIGPIPE}) ::signal(sig, SIG_IGN);
   char buf[256];
@@ -65,6 +67,11 @@ int guardian_main(int argc, char** argv) {
     if (n < 0 && errno != EINTR) break;
   }
   kill_marked_processes(variable, 10.0);
+  // Only a folder this guard made: acceltune-XXXXXX, as ProcessGuard::start names it.
+  if (std::filesystem::path(scratch).filename().string().rfind("acceltune-", 0) == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch, ec);
+  }
   return 0;
 }
 
@@ -105,8 +112,19 @@ Expected<std::unique_ptr<ProcessGuard>> ProcessGuard::start() {
   ACCELTUNE_TRY_ASSIGN(std::string exe, acceltune_binary());
   std::unique_ptr<ProcessGuard> g(new ProcessGuard());
   g->variable_ = "ACCELTUNE_GUARD_" + random_hex(16);
+  std::error_code tmp_ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(tmp_ec);
+  std::string scratch = ((tmp_ec ? std::filesystem::path("/tmp") : tmp) / "acceltune-XXXXXX").string();
+  if (!::mkdtemp(scratch.data())) {
+    return runtime_error("cannot create a scratch folder {}: {}", scratch, std::strerror(errno));
+  }
+  g->scratch_ = scratch;
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return runtime_error("cannot create the guardian's pipe: {}", std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch, ec);
+    return runtime_error("cannot create the guardian's pipe: {}", std::strerror(errno));
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
@@ -115,7 +133,7 @@ Expected<std::unique_ptr<ProcessGuard>> ProcessGuard::start() {
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<std::string> args = {exe, "__guardian", g->variable_};
+  std::vector<std::string> args = {exe, "__guardian", g->variable_, scratch};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -125,11 +143,16 @@ Expected<std::unique_ptr<ProcessGuard>> ProcessGuard::start() {
   ::close(fds[0]);
   if (rc != 0) {
     ::close(fds[1]);
+    std::error_code ec;
+    std::filesystem::remove_all(scratch, ec);
     return runtime_error("cannot start the process guardian '{}': {}", exe, std::strerror(rc));
   }
   g->pipe_write_ = fds[1];
-  // From here on, every process this one starts carries the mark.
+  // From here on, every process this one starts carries the mark, and temporary files go to the
+  // scratch folder.
   ::setenv(g->variable_.c_str(), "1", 1);
+  if (const char* t = std::getenv("TMPDIR")) g->old_tmpdir_ = t;
+  ::setenv("TMPDIR", scratch.c_str(), 1);
   return g;
 }
 
@@ -144,6 +167,8 @@ ProcessGuard::~ProcessGuard() {
     }
   }
   if (!variable_.empty()) ::unsetenv(variable_.c_str());
+  if (old_tmpdir_) ::setenv("TMPDIR", old_tmpdir_->c_str(), 1);
+  else ::unsetenv("TMPDIR");
 }
 
 }  // namespace acceltune

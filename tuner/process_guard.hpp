@@ -9,6 +9,10 @@
 // mark, until none is left, then exits. A process group is not enough: mpirun puts each rank in
 // a group of its own, and a parent-death signal reaches only the direct child.
 //
+// The command also gets a scratch folder of its own, $TMPDIR/acceltune-XXXXXX, set as TMPDIR for
+// itself and everything it starts (MPI job FIFOs, Open MPI's session folders, the tools' files);
+// the guardian removes it after the sweep, so a killed command leaves no files behind either.
+//
 // Processes forked without exec keep the environment they were started with, so they do not
 // carry the mark; the kernels that fork (the UCX and verbs far ends) give those a parent-death
 // signal instead.
@@ -17,6 +21,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,11 +40,14 @@ class ProcessGuard {
   ProcessGuard& operator=(const ProcessGuard&) = delete;
 
   const std::string& variable() const { return variable_; }
+  const std::string& scratch() const { return scratch_; }
   pid_t guardian_pid() const { return guardian_; }
 
  private:
   ProcessGuard() = default;
   std::string variable_;
+  std::string scratch_;
+  std::optional<std::string> old_tmpdir_;
   int pipe_write_ = -1;
   pid_t guardian_ = -1;
 };
