@@ -61,10 +61,11 @@ step_preflight() {
   local missing outside
   missing=$(grep -c '^MISSING' "$WORK/libraries.txt")
   outside=$(grep -c '^OUTSIDE' "$WORK/libraries.txt")
-  echo "== acceltune probe"
-  "$BUNDLE/bin/acceltune" probe 2>&1
+  echo "== acceltune probe --json (also in probe.json)"
+  # Once: each run initialises CUDA, which costs the deadline a second or two.
+  "$BUNDLE/bin/acceltune" probe --json >"$WORK/probe.json" 2>"$WORK/probe.err"
   local probe_rc=$?
-  "$BUNDLE/bin/acceltune" probe --json >"$WORK/probe.json" 2>/dev/null
+  cat "$WORK/probe.json" "$WORK/probe.err"
   local nccl
   nccl=$(grep -o '"nccl": *"[^"]*"' "$WORK/probe.json" | head -1 | sed 's/.*: *"//; s/"$//')
   echo "== NCCL version (ncclGetVersion): ${nccl:-unknown}"

@@ -106,34 +106,34 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
     s.chosen_is_default = true;
     const auto& cands = picks[i];
     if (cands.empty()) continue;
-    std::vector<double> def_values;
-    std::vector<std::vector<double>> values(cands.size());
-    auto value_of = [&](const Config& c) {
-      Trial t = runner.run(c, -1, {s.bytes});
-      const Measurement* m = t.at_size(s.bytes);
-      return m && m->state == State::ok ? m->value : std::nan("");
-    };
-    for (int r = 0; r < options.rounds && !cancel_requested(); ++r) {
-      // A B C D, then D C B A: a drift during a round affects both sides of each ratio alike.
-      std::vector<int> order;
-      order.push_back(-1);
-      for (size_t k = 0; k < cands.size(); ++k) order.push_back(static_cast<int>(k));
-      if (r % 2 == 1) std::reverse(order.begin(), order.end());
-      for (int k : order) {
-        if (k < 0) def_values.push_back(value_of(def));
-        else values[static_cast<size_t>(k)].push_back(value_of(cands[static_cast<size_t>(k)]->config));
-        if (progress) progress(++done, total);
+    // Rounds of the default and `configs` interleaved, A B C D then D C B A, so a drift during a
+    // round affects both sides of each ratio alike: the default's values, then each config's.
+    auto interleaved = [&](const std::vector<const Config*>& configs) {
+      std::vector<std::vector<double>> v(configs.size() + 1);  // [0]: the default
+      for (int r = 0; r < options.rounds && !cancel_requested(); ++r) {
+        for (size_t j = 0; j <= configs.size(); ++j) {
+          const size_t k = r % 2 == 0 ? j : configs.size() - j;
+          Trial t = runner.run(k == 0 ? def : *configs[k - 1], -1, {s.bytes});
+          const Measurement* m = t.at_size(s.bytes);
+          v[k].push_back(m && m->state == State::ok ? m->value : std::nan(""));
+          if (progress) progress(++done, total);
+        }
       }
-    }
+      return v;
+    };
+    std::vector<const Config*> configs;
+    for (const Trial* t : cands) configs.push_back(&t->config);
+    const std::vector<std::vector<double>> chosen_on = interleaved(configs);
+    const std::vector<double>& def_values = chosen_on[0];
     for (size_t k = 0; k < cands.size(); ++k) {
-      RatioInterval ri = ratio_interval(values[k], def_values);
+      RatioInterval ri = ratio_interval(chosen_on[k + 1], def_values);
       Candidate c;
       c.trial = cands[k]->number;
       c.config = space.config_to_json(cands[k]->config);
       c.ratio = ri.ratio;
       c.ci_low = ri.low;
       c.ci_high = ri.high;
-      c.value = median_of(values[k]);
+      c.value = median_of(chosen_on[k + 1]);
       c.default_value = median_of(def_values);
       c.rounds = ri.n;
       s.candidates.push_back(std::move(c));
@@ -151,19 +151,12 @@ void certify(BestTable& best, const Space& space, const std::vector<Trial>& tria
         // The best of several on the same rounds carries the choice's luck (the winner's curse):
         // its own interval would claim more than 95%. Certify it on fresh rounds against the
         // default alone, interleaved A B, B A.
-        const Config& chosen = cands[static_cast<size_t>(winner - s.candidates.data())]->config;
-        std::vector<double> d, w;
-        for (int r = 0; r < options.rounds && !cancel_requested(); ++r) {
-          for (int k = 0; k < 2; ++k) {
-            if ((k == 0) == (r % 2 == 0)) d.push_back(value_of(def));
-            else w.push_back(value_of(chosen));
-            if (progress) progress(++done, total);
-          }
-        }
-        ri = ratio_interval(w, d);
+        const Config* chosen = configs[static_cast<size_t>(winner - s.candidates.data())];
+        const std::vector<std::vector<double>> fresh = interleaved({chosen});
+        ri = ratio_interval(fresh[1], fresh[0]);
         s.confirmed = true;
-        s.certified_value = median_of(w);
-        s.certified_default_value = median_of(d);
+        s.certified_value = median_of(fresh[1]);
+        s.certified_default_value = median_of(fresh[0]);
       }
       s.certified_ratio = ri.ratio;
       s.ci_low = ri.low;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,34 @@ inline const char* file_kind(mode_t m) {
   if (S_ISSOCK(m)) return "a socket";
   if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
   return "not a regular file";
+}
+
+// Everything `fd` gives until EOF, at most `max_bytes` (more: false, "is larger than N bytes");
+// closes nothing.
+inline bool read_all(int fd, std::string& text, std::string& why, size_t max_bytes = SIZE_MAX) {
+  text.clear();
+  char buf[65536];
+  for (;;) {
+    // Never ask for more than the cap (plus one byte to notice a longer file): /proc files are
+    // generated per read, so asking is the cost.
+    const size_t room = max_bytes - std::min(max_bytes, text.size());
+    const size_t want = room >= sizeof buf ? sizeof buf : room + 1;
+    const ssize_t n = ::read(fd, buf, want);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > max_bytes) {
+        why = "is larger than " + std::to_string(max_bytes) + " bytes";
+        return false;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
 }
 
 // The whole file in `text`; false with `why` ("is a FIFO", "No such file or directory", "is
@@ -48,28 +77,9 @@ inline bool read_regular_file(const char* path, std::string& text, std::string& 
     why = std::string("is ") + file_kind(st.st_mode);
     return false;
   }
-  text.clear();
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<size_t>(n));
-      if (text.size() > max_bytes) {
-        ::close(fd);
-        why = "is larger than " + std::to_string(max_bytes) + " bytes";
-        return false;
-      }
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    const int err = errno;
-    ::close(fd);
-    if (n < 0) {
-      why = std::strerror(err);
-      return false;
-    }
-    return true;
-  }
+  const bool ok = read_all(fd, text, why, max_bytes);
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace acceltune
