@@ -1016,9 +1016,13 @@ class MpiColl final : public Kernel {
       // Forced algorithms apply only with dynamic rules on.
       if (p.env.rfind("OMPI_MCA_coll_tuned_", 0) == 0) env["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1";
     }
-    // The ucx messaging layer of Open MPI 4.1 only accepts Mellanox devices unless told otherwise.
-    env["OMPI_MCA_pml_ucx_tls"] = "any";
-    env["OMPI_MCA_pml_ucx_devices"] = "any";
+    // What a value needs to run (the space's "needs": pml=ucx on Debian's Open MPI 4.1 accepts
+    // only Mellanox devices unless told otherwise), set for every value: the exports carry the same.
+    for (const auto& p : space.params()) {
+      for (const auto& [value, vars] : p.needs) {
+        for (const auto& [var, v] : vars) env[var] = v;
+      }
+    }
     return env;
   }
 

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "tuner/delivery.hpp"
 #include "tuner/kernel.hpp"
 
 extern char** environ;
@@ -857,7 +858,10 @@ namespace {
 // worker that crashes (any kernel's, since every acceltune process loads UCX) it buries the
 // kernel's own message in the trial's output tail. Worker processes inherit this and start
 // without the handler, unless the user chose otherwise.
-const bool ucx_quiet_workers = [] { return setenv("UCX_HANDLE_ERRORS", "none", 0) == 0; }();
+const bool ucx_quiet_workers = [] {
+  set_hygiene_env("UCX_HANDLE_ERRORS", "none");
+  return true;
+}();
 }  // namespace
 ACCELTUNE_REGISTER_KERNEL("ucx",
                           "UCP tag send/receive and put between two processes (UCX_* variables: transports, "

@@ -1,5 +1,6 @@
 // Export formats that need nothing but the best-per-size table: json and env.
 #include "tuner/best.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
@@ -10,9 +11,9 @@ std::string scalar_text(const Json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// KEY=VALUE lines, also valid as an NCCL_CONF_FILE. An environment holds one value per
-// variable, so this is the config chosen for the most sizes; comment lines give the ranges
-// whose choice differs.
+// KEY=VALUE lines, also valid as an NCCL_CONF_FILE: the plan's job-wide variables, what its
+// values need to run, and the switches of its per-size files (never a per-size param itself: Open
+// MPI checks a forced algorithm before its rules file). Comment lines give the per-size choices.
 Expected<std::string> emit_env(const BestTable& best) {
   if (best.trials_ok == 0) {
     return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
@@ -22,20 +23,17 @@ Expected<std::string> emit_env(const BestTable& best) {
     out += "# no param of this space is applied through an environment variable\n";
     return out;
   }
-  for (const auto& [param, var] : best.env) {
-    if (!best.export_config.contains(param)) continue;
-    if (unsets_env(best.export_config[param])) {
-      out += fmt::format("# {} is left to the library (unset)\n", var);
-      continue;
-    }
-    out += fmt::format("{}={}\n", var, scalar_text(best.export_config[param]));
-  }
+  ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
+  for (const auto& c : pe.comments) out += "# " + c + "\n";
+  for (const auto& [var, value] : pe.vars) out += fmt::format("{}={}\n", var, value);
+  for (const auto& [format, path] : pe.files) out += fmt::format("# per-size choices: the {} file above\n", format);
   for (const auto& r : best.ranges) {
     std::string diff;
     for (const auto& [param, var] : best.env) {
-      if (r.config.contains(param) && best.export_config.contains(param) && r.config[param] != best.export_config[param]) {
-        diff += fmt::format(" {}={}", var, scalar_text(r.config[param]));
-      }
+      const auto sc = best.plan.scopes.find(param);
+      if (sc == best.plan.scopes.end() || sc->second != Scope::per_size || !r.config.contains(param)) continue;
+      if (best.default_config.contains(param) && r.config[param] == best.default_config[param]) continue;
+      diff += fmt::format(" {}={}", param, scalar_text(r.config[param]));
     }
     if (!diff.empty()) {
       out += fmt::format("# bytes {}..{} choose:{}\n", r.min_bytes,
@@ -45,10 +43,18 @@ Expected<std::string> emit_env(const BestTable& best) {
   return out;
 }
 
+// Any env-bound param can be one variable for the whole job.
+std::optional<Scope> env_carries(const ParamRef& p) {
+  if (p.env.empty()) return std::nullopt;
+  return Scope::job;
+}
+
 }  // namespace
 
-ACCELTUNE_REGISTER(EmitterInfo, "json", (EmitterInfo{"the best-per-size table as JSON", emit_json}))
+ACCELTUNE_REGISTER(EmitterInfo, "json", (EmitterInfo{"the best-per-size table as JSON", emit_json, {}, {}, {}}))
 ACCELTUNE_REGISTER(EmitterInfo, "env",
-                   (EmitterInfo{"KEY=VALUE lines of the env-bound params (also an NCCL_CONF_FILE)", emit_env}))
+                   (EmitterInfo{"KEY=VALUE lines of the plan: job-wide variables and per-size files switched on "
+                                "(also an NCCL_CONF_FILE)",
+                                emit_env, env_carries, {}, {}}))
 
 }  // namespace acceltune

@@ -82,10 +82,22 @@ Expected<std::string> emit_mpich_json(const BestTable& best) {
                      Json(fmt::format("collective={}", coll->name)).dump(), inner);
 }
 
+// MPICH's algorithm of a collective, per message size range.
+std::optional<Scope> mpich_json_carries(const ParamRef& p) {
+  for (const auto& c : kCollectives) {
+    if (p.env == fmt::format("MPIR_CVAR_{}_INTRA_ALGORITHM", c.cvar)) return Scope::per_size;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> mpich_json_switch(const std::string& path) {
+  return {{"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", path}};
+}
+
 }  // namespace
 
 ACCELTUNE_REGISTER(EmitterInfo, "mpich-json",
                    (EmitterInfo{"MPICH collective selection JSON (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)",
-                                emit_mpich_json}))
+                                emit_mpich_json, mpich_json_carries, "mpich-selection.json", mpich_json_switch}))
 
 }  // namespace acceltune

@@ -2,11 +2,10 @@
 // the machine's fingerprint in a header comment so the runtime loader (libacceltune) can refuse
 // it on other hardware.
 #include "tuner/best.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
-
-std::string value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 // NCCL reads NCCL_ALGO=auto as an algorithm name; a value meaning "NCCL decides" is left out.
 bool leaves_choice(const Json& v) {
@@ -28,28 +27,19 @@ Expected<std::string> emit_nccl_conf(const BestTable& best) {
     return input_error("space {}: no param sets an NCCL_* variable; use --format env for this study", best.space);
   }
   std::string out = export_header(best);
-  for (const auto& [param, var] : nccl) {
-    if (!best.export_config.contains(param)) continue;
-    const Json& v = best.export_config[param];
-    if (leaves_choice(v)) {
+  // The plan's NCCL_* variables, the tuner plugin's switch among them where the plan chooses per
+  // size (NCCL reads NCCL_CONF_FILE into its environment, so the plugin finds its table).
+  ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
+  for (const auto& c : pe.comments) {
+    if (c.rfind("NCCL_", 0) == 0) out += "# " + c + "\n";
+  }
+  for (const auto& [var, v] : pe.vars) {
+    if (var.rfind("NCCL_", 0) != 0) continue;
+    if (leaves_choice(Json(v))) {
       out += fmt::format("# {}: NCCL's own choice\n", var);
       continue;
     }
-    out += fmt::format("{}={}\n", var, value_text(v));
-  }
-  // One value per variable: the ranges that chose otherwise are noted, for the tuner plugin.
-  for (const auto& r : best.ranges) {
-    std::string diff;
-    for (const auto& [param, var] : nccl) {
-      if (r.config.contains(param) && best.export_config.contains(param) &&
-          r.config[param] != best.export_config[param]) {
-        diff += fmt::format(" {}={}", var, value_text(r.config[param]));
-      }
-    }
-    if (!diff.empty()) {
-      out += fmt::format("# bytes {}..{} choose:{} (per-size choices: --format nccl-tuner)\n", r.min_bytes,
-                         r.max_bytes == UINT64_MAX ? std::string("max") : std::to_string(r.max_bytes), diff);
-    }
+    out += fmt::format("{}={}\n", var, v);
   }
   return out;
 }
@@ -57,6 +47,6 @@ Expected<std::string> emit_nccl_conf(const BestTable& best) {
 }  // namespace
 
 ACCELTUNE_REGISTER(EmitterInfo, "nccl-conf",
-                   (EmitterInfo{"NCCL_ lines for NCCL_CONF_FILE, with the hardware fingerprint", emit_nccl_conf}))
+                   (EmitterInfo{"NCCL_ lines for NCCL_CONF_FILE, with the hardware fingerprint", emit_nccl_conf, {}, {}, {}}))
 
 }  // namespace acceltune

@@ -3,6 +3,7 @@
 //   collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff[,chunkSize]
 // one row per best-per-size range, -1 where a column is not tuned.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tuner/best.hpp"
@@ -170,10 +171,25 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
   return out;
 }
 
+// What NCCL asks a tuner per collective call: algorithm, protocol, channels (and our chunk size).
+std::optional<Scope> nccl_tuner_carries(const ParamRef& p) {
+  if (p.kernel != "nccl") return std::nullopt;
+  if (p.env == "NCCL_ALGO" || p.env == "NCCL_PROTO" || p.env == "NCCL_MIN_NCHANNELS" || p.env == "NCCL_MAX_NCHANNELS" ||
+      p.name == "channels" || p.name == "chunk_size") {
+    return Scope::per_size;
+  }
+  return std::nullopt;
+}
+
+// NCCL reads both from the environment or from NCCL_CONF_FILE; the plugin finds the table there.
+std::vector<std::pair<std::string, std::string>> nccl_tuner_switch(const std::string& path) {
+  return {{"NCCL_TUNER_PLUGIN", "acceltune"}, {"NCCL_TUNER_CONFIG_FILE", path}};
+}
+
 }  // namespace
 
 ACCELTUNE_REGISTER(EmitterInfo, "nccl-tuner",
                    (EmitterInfo{"the NCCL tuner-plugin CSV (libnccl-tuner-acceltune.so, NCCL's example tuner)",
-                                emit_nccl_tuner}))
+                                emit_nccl_tuner, nccl_tuner_carries, "nccl-tuner.csv", nccl_tuner_switch}))
 
 }  // namespace acceltune

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "tuner/best.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
@@ -73,12 +74,8 @@ std::string size_text(uint64_t b) {
 
 Expected<std::string> emit_ompi_rules(const BestTable& best) {
   std::map<std::string, Fields> by_coll;
-  std::vector<std::string> others;
   for (const auto& [param, var] : best.env) {
-    if (var.rfind(kPrefix, 0) != 0) {
-      others.push_back(var);
-      continue;
-    }
+    if (var.rfind(kPrefix, 0) != 0) continue;
     const std::string rest = var.substr(std::string(kPrefix).size());
     for (const auto& c : tuned_collectives()) {
       const std::string base = std::string(c.name) + "_algorithm";
@@ -112,17 +109,11 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
       "# load with: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE\n"
       "# algorithm 0 falls back to Open MPI's own choice for that range\n",
       best.space, best.trials, best.certified ? ", gains certified against the default" : "");
-  for (const auto& var : others) {
-    // A rules file holds only coll/tuned choices; the others stay environment variables.
-    const std::string param = [&] {
-      for (const auto& [p, v] : best.env) {
-        if (v == var) return p;
-      }
-      return std::string();
-    }();
-    if (best.export_config.contains(param)) {
-      const Json& v = best.export_config[param];
-      out += fmt::format("# also set {}={} (not part of a rules file)\n", var, v.is_string() ? v.get<std::string>() : v.dump());
+  // A rules file holds only coll/tuned choices; the job-wide ones stay environment variables.
+  if (auto pe = plan_env(best)) {
+    for (const auto& [var, value] : pe->vars) {
+      if (var.rfind("OMPI_MCA_coll_tuned_", 0) == 0) continue;  // the switch that names this file
+      out += fmt::format("# with the job's environment: {}={} (acceltune export --format env)\n", var, value);
     }
   }
   out += fmt::format("{}  # collectives\n", by_coll.size());
@@ -158,10 +149,27 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
   return out;
 }
 
+// coll/tuned's algorithm, segment size and fan-out of a collective, per message size range.
+std::optional<Scope> ompi_rules_carries(const ParamRef& p) {
+  if (p.env.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string rest = p.env.substr(std::string(kPrefix).size());
+  for (const auto& c : tuned_collectives()) {
+    const std::string base = std::string(c.name) + "_algorithm";
+    if (rest.rfind(base, 0) != 0) continue;
+    const std::string tail = rest.substr(base.size());
+    if (tail.empty() || tail == "_segmentsize" || tail == "_tree_fanout" || tail == "_chain_fanout") return Scope::per_size;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> ompi_rules_switch(const std::string& path) {
+  return {{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}, {"OMPI_MCA_coll_tuned_dynamic_rules_filename", path}};
+}
+
 }  // namespace
 
 ACCELTUNE_REGISTER(EmitterInfo, "ompi-rules",
                    (EmitterInfo{"Open MPI coll/tuned dynamic rules file (coll_tuned_dynamic_rules_filename)",
-                                emit_ompi_rules}))
+                                emit_ompi_rules, ompi_rules_carries, "ompi-rules.conf", ompi_rules_switch}))
 
 }  // namespace acceltune

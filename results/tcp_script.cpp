@@ -72,11 +72,8 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
 
   // Socket buffers. A fixed SO_SNDBUF/SO_RCVBUF is capped at net.core.wmem_max/rmem_max (the
   // kernel then doubles it for bookkeeping); autotuning grows up to tcp_wmem/tcp_rmem's maximum.
-  int64_t snd = 0, rcv = 0;
-  for (const auto& r : best.ranges) {
-    snd = std::max(snd, int_of(r.config, "sndbuf", 0));
-    rcv = std::max(rcv, int_of(r.config, "rcvbuf", 0));
-  }
+  // One value for the host: the plan's job-wide choice.
+  const int64_t snd = int_of(cfg, "sndbuf", 0), rcv = int_of(cfg, "rcvbuf", 0);
   o += "\n# Send buffers, chosen per range: " +
        per_range(best, "sndbuf", [](const Json& v) { return bytes_or_auto(v.get<int64_t>()); }) + "\n";
   if (snd > 0) {
@@ -129,10 +126,17 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
   return o;
 }
 
+// What `ip link` and sysctl set for the whole host; the other socket options are the application's.
+std::optional<Scope> tcp_script_carries(const ParamRef& p) {
+  if (p.kernel != "tcp-stream") return std::nullopt;
+  if (p.name == "mtu" || p.name == "sndbuf" || p.name == "rcvbuf" || p.name == "congestion") return Scope::job;
+  return std::nullopt;
+}
+
 }  // namespace
 
 ACCELTUNE_REGISTER(EmitterInfo, "tcp-script",
                    (EmitterInfo{"a tcp-stream study as a reviewed shell script of ip link / sysctl settings",
-                                emit_tcp_script}))
+                                emit_tcp_script, tcp_script_carries, {}, {}}))
 
 }  // namespace acceltune

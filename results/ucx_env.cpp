@@ -3,15 +3,10 @@
 // per process at ucp_init, so one value per variable: the config chosen for the most sizes, with
 // comment lines for the size ranges whose choice differs.
 #include "tuner/best.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
-
-std::string value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-std::string range_text(const SizeRange& r) {
-  return fmt::format("{}..{}", r.min_bytes, r.max_bytes == UINT64_MAX ? std::string("max") : std::to_string(r.max_bytes));
-}
 
 // A value a POSIX shell reads back unchanged without quotes, so the same file serves both.
 bool shell_plain(const std::string& s) {
@@ -36,23 +31,18 @@ Expected<std::string> emit_ucx_env(const BestTable& best) {
   }
   std::string out = export_header(best);
   out += "# use: acceltune exec --config THIS_FILE -- COMMAND, or in a shell: set -a; . THIS_FILE; set +a\n";
-  for (const auto& [param, var] : vars) {
-    if (!best.export_config.contains(param)) continue;
-    const std::string v = value_text(best.export_config[param]);
+  // The plan's UCX_* variables: UCX reads them once per process, so one value for the job.
+  ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
+  for (const auto& [var, v] : pe.vars) {
+    if (var.rfind("UCX_", 0) != 0) continue;
     if (!shell_plain(v)) {
       return runtime_error("space {}: the value '{}' of {} needs shell quoting, which acceltune exec would keep; "
                            "use --format env", best.space, v, var);
     }
     out += fmt::format("{}={}\n", var, v);
   }
-  for (const auto& r : best.ranges) {
-    std::string diff;
-    for (const auto& [param, var] : vars) {
-      if (r.config.contains(param) && best.export_config.contains(param) && r.config[param] != best.export_config[param]) {
-        diff += fmt::format(" {}={}", var, value_text(r.config[param]));
-      }
-    }
-    if (!diff.empty()) out += fmt::format("# bytes {} choose:{}\n", range_text(r), diff);
+  for (const auto& c : pe.comments) {
+    if (c.rfind("UCX_", 0) == 0) out += "# " + c + "\n";
   }
   return out;
 }
@@ -61,6 +51,6 @@ Expected<std::string> emit_ucx_env(const BestTable& best) {
 
 ACCELTUNE_REGISTER(EmitterInfo, "ucx-env",
                    (EmitterInfo{"KEY=VALUE lines of the UCX_* variables (acceltune exec, or a shell with set -a)",
-                                emit_ucx_env}))
+                                emit_ucx_env, {}, {}, {}}))
 
 }  // namespace acceltune

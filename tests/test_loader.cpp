@@ -204,6 +204,18 @@ TEST(Loader, AppliesAStudyAndItsExports) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   CleanEnv third({"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE"});
   EXPECT_EQ(acceltune_apply((dir / "plain.env").c_str(), 0), ACCELTUNE_OK) << acceltune_last_error();
+  // The loader given the study applies the plan the env export writes, line for line.
+  int lines = 0;
+  for (const auto& line : test::lines_of(test::read_file(dir / "plain.env"))) {
+    if (line.empty() || line[0] == '#') continue;
+    ++lines;
+    const auto eq = line.find('=');
+    CleanEnv fourth({"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE"});
+    ASSERT_EQ(acceltune_apply((dir / "s").c_str(), 0), ACCELTUNE_OK) << acceltune_last_error();
+    EXPECT_EQ(acceltune_applied_count(), 3);
+    EXPECT_EQ(env_or_empty(line.substr(0, eq).c_str()), line.substr(eq + 1)) << line;
+  }
+  EXPECT_EQ(lines, 3);
   std::string stripped;
   for (const auto& line : test::lines_of(test::read_file(dir / "plain.env"))) {
     if (line.rfind("# acceltune fingerprint", 0) != 0) stripped += line + "\n";

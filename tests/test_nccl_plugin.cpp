@@ -490,7 +490,7 @@ void write_study(const std::filesystem::path& dir, const Json& small, const Json
 TEST(NcclPlugin, ExportedTableRoundTrips) {
   test::TempDir dir;
   write_study(dir / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 4194304}},
-              Json{{"algo", "Tree"}, {"proto", "LL128"}, {"channels", 12}, {"buffsize", 8388608}});
+              Json{{"algo", "Tree"}, {"proto", "LL128"}, {"channels", 12}, {"buffsize", 4194304}});
   auto r = test::run_cli({"export", "study", "--format", "nccl-tuner", "-o", "table.csv"}, dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = test::read_file(dir / "table.csv");
@@ -525,12 +525,17 @@ TEST(NcclPlugin, ExportedTableRoundTrips) {
   }
   unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
 
-  // nccl-conf: NCCL_ lines of the config chosen for the most sizes, and the fingerprint.
+  // nccl-conf: the plan's NCCL_ lines: the plugin switched on with the study's own table, never a
+  // per-size param as a variable, a job-wide one at the library's default left out; the fingerprint.
   auto conf = test::run_cli({"export", "study", "--format", "nccl-conf"}, dir.path());
   ASSERT_EQ(conf.exit_code, 0) << conf.err;
-  EXPECT_NE(conf.out.find("NCCL_ALGO=Ring\n"), std::string::npos) << conf.out;
-  EXPECT_NE(conf.out.find("NCCL_PROTO=LL\n"), std::string::npos) << conf.out;
-  EXPECT_NE(conf.out.find("NCCL_BUFFSIZE=4194304\n"), std::string::npos) << conf.out;
+  EXPECT_EQ(conf.out.find("NCCL_ALGO="), std::string::npos) << conf.out;
+  EXPECT_EQ(conf.out.find("NCCL_PROTO="), std::string::npos) << conf.out;
+  EXPECT_NE(conf.out.find("NCCL_TUNER_PLUGIN=acceltune\n"), std::string::npos) << conf.out;
+  const std::string table = (std::filesystem::absolute(dir / "study") / "plan" / "nccl-tuner.csv").string();
+  EXPECT_NE(conf.out.find("NCCL_TUNER_CONFIG_FILE=" + table + "\n"), std::string::npos) << conf.out;
+  EXPECT_NE(test::read_file(table).find("allreduce,0,1048575,ring,ll,4,1,8,-1,-1\n"), std::string::npos);
+  EXPECT_NE(conf.out.find("# NCCL_BUFFSIZE is left to the library\n"), std::string::npos) << conf.out;
   EXPECT_NE(conf.out.find("# acceltune fingerprint: " + probe_fingerprint()["id"].get<std::string>()),
             std::string::npos);
   for (const auto& line : test::lines_of(conf.out)) {

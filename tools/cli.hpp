@@ -77,5 +77,12 @@ void add_exec_command(CLI::App& app, CommandList& list);
 void add_serve_command(CLI::App& app, CommandList& list);
 void add_compare_command(CLI::App& app, CommandList& list);
 void add_report_command(CLI::App& app, CommandList& list);
+void add_verify_command(CLI::App& app, CommandList& list);
+
+// Measures the delivered gain of a loaded study (tuner/verify.hpp), stores it in best.json and
+// prints certified and delivered side by side. Returns 0 when the plan pays, kExitNoLongerPays
+// when a size is significantly slower than the defaults, 1 or 2 on failure.
+int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint);
+inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

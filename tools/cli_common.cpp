@@ -68,20 +68,35 @@ std::string describe_config(const Json& config, const Json& default_config,
 }
 
 void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out) {
+  // Four figures, each named as what it is (docs: "Export plans and delivered gains"): the search's
+  // measurements, the certified gain (interleaved with the default inside the kernel), the delivered
+  // gain (the export loaded the way a job loads it) and the model's estimate. The best single
+  // measurement is never the headline.
   const auto units = units_of(space_definition);
   const std::string unit = b.unit;
+  auto interval = [](double ratio, double low, double high) {
+    return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
+  };
+  auto delivered_text = [&](const SizeBest& s) -> std::string {
+    if (!s.delivered) return "not verified";
+    const Delivered& d = *s.delivered;
+    return interval(d.ratio, d.ci_low, d.ci_high) + (d.slower ? " SLOWER" : "");
+  };
+  constexpr const char* kCertified = "certified gain [95% interval]";
+  constexpr const char* kDelivered = "delivered [95%]";
   if (b.certified) {
-    std::fprintf(out, "%-8s %14s %14s %22s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
-                 "gain [95% interval]", "exported config (trial)");
+    std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", "size", ("default " + unit).c_str(),
+                 ("certified " + unit).c_str(), kCertified, kDelivered, "exported config (trial)");
   } else {
-    std::fprintf(out, "%-8s %14s %14s %8s  %s\n", "size", ("default " + unit).c_str(), ("best " + unit).c_str(),
-                 "ratio", "best config (trial)");
+    std::fprintf(out, "%-8s %15s %15s %12s %29s  %-25s %s\n", "size", ("default " + unit).c_str(),
+                 ("search " + unit).c_str(), "search ratio", kCertified, kDelivered, "exported config (trial)");
   }
   for (const auto& s : b.sizes) {
+    const std::string del = delivered_text(s);
     if (b.certified) {
       if (!s.certified_trial) {
-        std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(),
-                     s.default_value ? format_value(*s.default_value).c_str() : "-", "-", "-",
+        std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", format_bytes(s.bytes).c_str(),
+                     s.default_value ? format_value(*s.default_value).c_str() : "-", "-", "not certified", del.c_str(),
                      "(default: no other config measured ok)");
         continue;
       }
@@ -89,29 +104,44 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
       for (const auto& c : s.candidates) {
         if (c.trial == *s.certified_trial) w = &c;
       }
-      const std::string gain = fmt::format("{:.2f}x [{:.2f}, {:.2f}]", *s.certified_ratio, s.ci_low.value_or(0),
-                                           s.ci_high.value_or(INFINITY));
+      const std::string gain = interval(*s.certified_ratio, s.ci_low.value_or(0), s.ci_high.value_or(INFINITY));
+      // #-1: the plan's job-wide part with the library's per-size choices, not a trial of the search.
+      const std::string from = *s.certified_trial >= 0 ? fmt::format("#{}", *s.certified_trial) : "job-wide part";
       const std::string cfg =
-          s.significant ? fmt::format("{} (#{})", describe_config(s.chosen_config, b.default_config, units),
-                                      *s.certified_trial)
-                        : fmt::format("(default) no significant gain from #{}", *s.certified_trial);
+          s.significant ? fmt::format("{} ({})", describe_config(s.chosen_config, b.default_config, units), from)
+          : s.chosen_config == b.default_config
+              ? fmt::format("(default) no significant gain from {}", from)
+              : fmt::format("{}: the job-wide part, no significant gain per size",
+                            describe_config(s.chosen_config, b.default_config, units));
       // The medians behind the interval (the winner's fresh rounds); older tables: its candidate rounds.
       const bool own = s.certified_rounds > 0;
       const std::string dv = own ? format_value(s.certified_default_value) : w ? format_value(w->default_value) : "-";
       const std::string bv = own ? format_value(s.certified_value) : w ? format_value(w->value) : "-";
-      std::fprintf(out, "%-8s %14s %14s %22s  %s\n", format_bytes(s.bytes).c_str(), dv.c_str(), bv.c_str(),
-                   gain.c_str(), cfg.c_str());
+      std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", format_bytes(s.bytes).c_str(), dv.c_str(), bv.c_str(),
+                   gain.c_str(), del.c_str(), cfg.c_str());
       continue;
     }
+    // Not certified: the recommended config's median from the search, named as such.
     const std::string def = s.default_value ? format_value(*s.default_value) : "-";
     const std::string best = s.best_trial ? format_value(s.best_value) : "-";
     const std::string ratio = s.ratio ? fmt::format("{:.2f}x", *s.ratio) : "-";
-    const std::string cfg = s.best_trial
-                                ? fmt::format("{} (#{})", describe_config(s.best_config, b.default_config, units),
-                                              *s.best_trial)
-                                : "no config measured ok";
-    std::fprintf(out, "%-8s %14s %14s %8s  %s\n", format_bytes(s.bytes).c_str(), def.c_str(), best.c_str(),
-                 ratio.c_str(), cfg.c_str());
+    std::string cfg = "no config measured ok";
+    if (s.best_trial) {
+      const Json& chosen = s.chosen_config.empty() ? s.best_config : s.chosen_config;
+      cfg = describe_config(chosen, b.default_config, units);
+      cfg += chosen == s.best_config ? fmt::format(" (#{})", *s.best_trial)
+                                     : fmt::format(" (the plan's; the search's #{} differs job-wide)", *s.best_trial);
+    }
+    std::fprintf(out, "%-8s %15s %15s %12s %29s  %-25s %s\n", format_bytes(s.bytes).c_str(), def.c_str(), best.c_str(),
+                 ratio.c_str(), "not certified", del.c_str(), cfg.c_str());
+  }
+  if (!b.certified) {
+    std::fprintf(out, "%s\n",
+                 b.recommended_by == "posterior-mean"
+                     ? "(search: the recommended config's median in the search and its ratio to the default's; not "
+                       "certified)"
+                     : "(search: the best single measurement in the search and its ratio to the default's; not "
+                       "certified, and with noise often a lucky one)");
   }
   // Where the noise-aware recommendation is not the best single measurement, say so.
   for (const auto& s : b.sizes) {
@@ -132,6 +162,17 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
                    r.is_default ? "default" : describe_config(r.config, b.default_config, units).c_str());
     }
     std::fprintf(out, "\n");
+  }
+  // The plan's job-wide part: one value for the whole job, chosen over all sizes.
+  const std::string job = b.plan.job_is_default ? "(default)" : describe_config(b.plan.job, b.default_config, units);
+  std::fprintf(out, "job-wide: %s\n", job == "(default)" ? "the library defaults" : job.c_str());
+  for (const auto& n : b.plan.notes) std::fprintf(out, "plan: %s\n", n.c_str());
+  if (b.delivery.state == "measured") {
+    std::fprintf(out, "delivered: measured through %s (%d rounds, interleaved with the defaults)\n",
+                 b.delivery.client.empty() ? "a plain client" : b.delivery.client.c_str(), b.delivery.rounds);
+  } else {
+    std::fprintf(out, "delivered: not verified: %s\n",
+                 b.delivery.why.empty() ? "not measured yet (acceltune verify measures it)" : b.delivery.why.c_str());
   }
 }
 
@@ -196,9 +237,11 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   ACCELTUNE_TRY_ASSIGN(Json study, store->read_study());
   auto best_json = store->read_best();
   if (best_json) {
-    ACCELTUNE_TRY_ASSIGN(BestTable b, BestTable::from_json(*best_json));
-    b.study = study;
-    return LoadedStudy{std::move(study), std::move(b)};
+    auto b = BestTable::from_json(*best_json);
+    if (!b) return input_error("{}/best.json: {}", dir, b.error().message);
+    b->study = study;
+    b->dir = dir;
+    return LoadedStudy{std::move(study), std::move(*b)};
   }
   // The study stopped before writing best.json (killed): rebuild the table from its trials.
   std::fprintf(stderr, "acceltune: %s has no best.json yet; computing it from trials.jsonl\n", dir.c_str());
@@ -209,6 +252,7 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
   BestTable b = compute_recommended_best(space, w, trials, unit, study.value("seed", uint64_t{1}));
   b.study = study;
+  b.dir = dir;
   return LoadedStudy{std::move(study), std::move(b)};
 }
 

@@ -1,4 +1,5 @@
-// acceltune exec: run a command with the best config's environment variables set.
+// acceltune exec: run a command with the study's plan loaded: its job-wide variables and the
+// switches of its per-size files (the same lines as the env export).
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,27 +8,41 @@
 #include <fstream>
 
 #include "tools/cli.hpp"
+#include "tuner/delivery.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
+// The plan's variables (tuner/plan.hpp), as the env export writes them, with its per-size files
+// written into the study directory; or the lines of an env file.
 Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const std::string& path) {
-  std::vector<std::pair<std::string, std::string>> vars;
   std::error_code ec;
-  Json best_json;
+  BestTable b;
   if (fs::is_directory(path, ec)) {
     ACCELTUNE_TRY_ASSIGN(LoadedStudy s, load_study(path));
-    best_json = s.best.to_json();
+    b = std::move(s.best);
   } else if (fs::path(path).extension() == ".json") {
-    std::ifstream in(path);
-    if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
-    best_json = Json::parse(in, nullptr, false);
-    if (best_json.is_discarded()) return input_error("{}: malformed JSON", path);
+    // A study's best.json: the study is the folder it lies in.
+    const std::string dir = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+    if (fs::exists(fs::path(dir) / "study.json", ec)) {
+      ACCELTUNE_TRY_ASSIGN(LoadedStudy s, load_study(dir));
+      b = std::move(s.best);
+    } else {
+      std::ifstream in(path);
+      if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
+      const Json best_json = Json::parse(in, nullptr, false);
+      if (best_json.is_discarded()) return input_error("{}: malformed JSON", path);
+      auto t = BestTable::from_json(best_json);
+      if (!t) return input_error("{}: {}", path, t.error().message);
+      b = std::move(*t);
+    }
   } else {
     std::ifstream in(path);
     if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
+    std::vector<std::pair<std::string, std::string>> vars;
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
@@ -40,21 +55,18 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
     }
     return vars;
   }
-  ACCELTUNE_TRY_ASSIGN(BestTable b, BestTable::from_json(best_json));
   if (!b.overall_trial) return runtime_error("{}: the study has no config that measured ok", path);
-  for (const auto& [param, var] : b.env) {
-    if (!b.export_config.contains(param)) continue;
-    const Json& v = b.export_config[param];
-    if (unsets_env(v)) continue;  // the library decides
-    vars.emplace_back(var, v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return vars;
+  ACCELTUNE_TRY(write_plan_files(b));
+  ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(b));
+  return pe.vars;
 }
 
 int cmd_exec(const std::string& config, const std::vector<std::string>& command, bool verbose) {
   if (command.empty()) return fail(input_error("exec needs a command after '--'"));
   auto vars = env_of_config(config);
   if (!vars) return fail(vars.error());
+  // acceltune's own measurement hygiene (UCX_HANDLE_ERRORS=none) is not the job's.
+  for (const auto& name : hygiene_env_names()) ::unsetenv(name.c_str());
   for (const auto& [k, v] : *vars) {
     if (verbose) std::fprintf(stderr, "acceltune exec: %s=%s\n", k.c_str(), v.c_str());
     setenv(k.c_str(), v.c_str(), 1);

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "tools/cli.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune::cli {
 namespace {
@@ -11,6 +12,8 @@ namespace {
 int cmd_export(const std::string& dir, const std::string& format, const std::string& out_file) {
   auto s = load_study(dir);
   if (!s) return fail(s.error());
+  // The env lines name the plan's per-size files in the study directory: they exist once exported.
+  if (Status st = write_plan_files(s->best); !st) return fail(st.error());
   auto text = emit(format, s->best);
   if (!text) return fail(text.error());
   if (out_file.empty() || out_file == "-") {

@@ -6,7 +6,10 @@
 
 #include "tools/cli.hpp"
 #include "tuner/cancel.hpp"
+#include "tuner/delivery.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/plan.hpp"
+#include "tuner/verify.hpp"
 #include "tuner/process_guard.hpp"
 #include "tuner/study.hpp"
 
@@ -67,6 +70,7 @@ struct SearchArgs {
   std::string isolation = "auto", log_level = "warn";
   double trial_timeout = 0;
   int certify_top = 3, certify_rounds = 5;
+  int verify_rounds = 5;  // delivered rounds after the search; 0: off
   int64_t budget = 0;
   double time_limit = 0;
   uint64_t seed = 1;
@@ -209,6 +213,24 @@ int cmd_search(const SearchArgs& a) {
               outcome->resumed_trials ? fmt::format(", {} resumed", outcome->resumed_trials).c_str() : "",
               format_seconds(cost).c_str(), outcome->stop_reason.c_str());
   print_best_table(b, p.space.definition(), stdout);
+  // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks.
+  if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
+      DeliveryRegistry::instance().find(b.kernel)) {
+    // The kernel's own processes and namespaces end first: the plain client makes its own.
+    p.kernel.reset();
+    LoadedStudy ls{outcome->best.study, outcome->best};
+    for (int pass = 0; pass < 3; ++pass) {
+      const int rc = verify_study(ls, a.verify_rounds, false);
+      if (rc != kExitNoLongerPays) {
+        if (rc != 0) std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
+                                  out.c_str());
+        break;
+      }
+      if (!apply_delivered_fallback(ls.best)) break;
+      std::printf("the plan changed after its delivered measurement; measuring it again\n");
+      if (Status w = write_plan_files(ls.best); !w) return fail(w.error());
+    }
+  }
   std::printf("study: %s\n", out.string().c_str());
   if (outcome->cancelled_by) {
     std::fprintf(stderr, "acceltune: search cancelled by %s; 'acceltune search --resume --out %s' continues it\n",
@@ -257,6 +279,11 @@ void add_search_command(CLI::App& app, CommandList& list) {
   search->add_option("--certify-top", sa.certify_top,
                      "top configs per size re-measured interleaved with the default after the search; 0: off (default 3)")
       ->check(CLI::Range(0, 100));
+  search->add_option("--verify-rounds", sa.verify_rounds,
+                     "after certification, rounds of the plan loaded by a plain job of the family (mpirun with the "
+                     "rules and env files, ucx_perftest, iperf3) interleaved with the defaults, for the delivered gain; "
+                     "sizes that deliver slower fall back; 0: off (default 5; acceltune verify DIR does it later)")
+      ->check(CLI::Range(0, 1000));
   search->add_option("--certify-rounds", sa.certify_rounds, "interleaved rounds of that re-measurement (default 5)")
       ->check(CLI::Range(2, 1000));
   search->add_option("--log-level", sa.log_level,

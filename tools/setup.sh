@@ -14,6 +14,7 @@ packages=(
   libgtest-dev         # tests
   libbenchmark-dev     # engine benchmarks (not run as tests)
   iproute2             # network namespaces and veth pairs (tcp-stream --netns, two-host tests)
+  iperf3               # acceltune verify: the plain client of tcp-stream studies
   libucx-dev ucx-utils # the ucx kernel; ucx_perftest for its cross-check
   libopenmpi-dev openmpi-bin  # the mpi-coll kernel and distributed studies under mpirun
   libibverbs-dev       # the verbs kernel (RDMA)

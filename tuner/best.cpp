@@ -1,6 +1,9 @@
 #include "tuner/best.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 
@@ -14,6 +17,8 @@ std::optional<double> get_opt(const Json& j, const char* k) {
 
 Json BestTable::to_json() const {
   Json j = Json::object();
+  // 2: the plan, the delivered gains and the model's interval; a table without "schema" is 1.
+  j["schema"] = kBestSchema;
   j["space"] = space;
   j["kernel"] = kernel;
   j["unit"] = unit;
@@ -31,6 +36,7 @@ Json BestTable::to_json() const {
     e["value_p10"] = s.best_trial ? Json(s.best_p10) : Json(nullptr);
     e["value_p90"] = s.best_trial ? Json(s.best_p90) : Json(nullptr);
     e["predicted"] = opt(s.predicted);
+    e["model"] = Json{{"value", opt(s.predicted)}, {"ci_low", opt(s.predicted_low)}, {"ci_high", opt(s.predicted_high)}};
     e["observed_trial"] = s.observed_trial ? Json(*s.observed_trial) : Json(nullptr);
     e["observed_value"] = s.observed_trial ? Json(s.observed_value) : Json(nullptr);
     e["default_value"] = opt(s.default_value);
@@ -57,6 +63,14 @@ Json BestTable::to_json() const {
     }
     e["chosen_config"] = s.chosen_config;
     e["chosen_is_default"] = s.chosen_is_default;
+    if (s.delivered) {
+      const Delivered& d = *s.delivered;
+      e["delivered"] = Json{{"ratio", d.ratio},       {"ci_low", d.ci_low},   {"ci_high", std::isfinite(d.ci_high) ? Json(d.ci_high) : Json(nullptr)},
+                            {"value", d.value},       {"default_value", d.default_value},
+                            {"rounds", d.rounds},     {"slower", d.slower},   {"faster", d.faster}};
+    } else {
+      e["delivered"] = nullptr;
+    }
     sz.push_back(e);
   }
   j["sizes"] = sz;
@@ -68,6 +82,18 @@ Json BestTable::to_json() const {
   }
   j["ranges"] = rs;
   j["export_config"] = export_config;
+  Json scopes = Json::object();
+  for (const auto& [p, sc] : plan.scopes) scopes[p] = to_string(sc);
+  j["plan"] = Json{{"job", plan.job}, {"job_is_default", plan.job_is_default}, {"scopes", scopes},
+                   {"chosen_by", plan.chosen_by}, {"notes", plan.notes}};
+  // What a job's environment gets (plan_env), for the runtime loader, which reads no space.
+  if (auto pe = plan_env(*this)) {
+    Json vars = Json::array();
+    for (const auto& [k, v] : pe->vars) vars.push_back(Json::array({k, v}));
+    j["plan"]["env"] = vars;
+  }
+  j["delivery"] = Json{{"state", delivery.state}, {"why", delivery.why},           {"client", delivery.client},
+                       {"fingerprint", delivery.fingerprint}, {"at", delivery.at}, {"rounds", delivery.rounds}};
   j["overall"] = Json{{"trial", overall_trial ? Json(*overall_trial) : Json(nullptr)},
                       {"config", overall_config},
                       {"value", overall_trial ? Json(overall_value) : Json(nullptr)},
@@ -79,10 +105,59 @@ Json BestTable::to_json() const {
   return j;
 }
 
-Expected<BestTable> BestTable::from_json(const Json& j) {
-  if (!j.is_object() || !j.contains("sizes") || !j.contains("overall")) {
-    return input_error("not a best.json table: it lacks 'sizes' or 'overall'");
+namespace {
+
+// The fields a reader relies on, with the JSON path of the first that is wrong.
+Status check_best_shape(const Json& j) {
+  if (!j.is_object()) return input_error("not a best.json table: the top level is not an object");
+  if (j.contains("schema") && (!j["schema"].is_number_integer() || j["schema"].get<int64_t>() < 1)) {
+    return input_error("field 'schema' must be a positive integer, not {}", j["schema"].dump());
   }
+  if (j.contains("schema") && j["schema"].get<int64_t>() > kBestSchema) {
+    return input_error("field 'schema' is {}, newer than this acceltune reads ({}); upgrade acceltune",
+                       j["schema"].get<int64_t>(), kBestSchema);
+  }
+  if (!j.contains("sizes") || !j["sizes"].is_array()) return input_error("field 'sizes' is missing or not an array");
+  if (!j.contains("overall") || !j["overall"].is_object()) {
+    return input_error("field 'overall' is missing or not an object");
+  }
+  for (const char* f : {"space", "kernel", "unit", "recommended_by"}) {
+    if (j.contains(f) && !j[f].is_string()) return input_error("field '{}' must be a string", f);
+  }
+  for (const char* f : {"default_config", "export_config", "env", "plan", "delivery"}) {
+    if (j.contains(f) && !j[f].is_object()) return input_error("field '{}' must be an object", f);
+  }
+  for (size_t i = 0; i < j["sizes"].size(); ++i) {
+    const Json& e = j["sizes"][i];
+    if (!e.is_object()) return input_error("field 'sizes[{}]' must be an object", i);
+    if (!e.contains("bytes") || !e["bytes"].is_number_unsigned()) {
+      return input_error("field 'sizes[{}].bytes' is missing or not a byte count", i);
+    }
+    for (const char* f : {"certified", "delivered", "model"}) {
+      if (e.contains(f) && !e[f].is_null() && !e[f].is_object()) {
+        return input_error("field 'sizes[{}].{}' must be an object or null", i, f);
+      }
+    }
+    for (const char* f : {"config", "chosen_config"}) {
+      if (e.contains(f) && !e[f].is_object()) return input_error("field 'sizes[{}].{}' must be an object", i, f);
+    }
+  }
+  if (j.contains("ranges") && !j["ranges"].is_array()) return input_error("field 'ranges' must be an array");
+  return {};
+}
+
+}  // namespace
+
+Expected<BestTable> BestTable::from_json(const Json& j) {
+  ACCELTUNE_TRY(check_best_shape(j));
+  try {
+    return from_json_unchecked(j);
+  } catch (const Json::exception& e) {
+    return input_error("a field has the wrong type: {}", e.what());
+  }
+}
+
+Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
   BestTable b;
   b.space = j.value("space", "");
   b.kernel = j.value("kernel", "");
@@ -133,6 +208,23 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
     }
     s.chosen_config = e.value("chosen_config", s.best_config);
     s.chosen_is_default = e.value("chosen_is_default", false);
+    if (e.contains("model") && e["model"].is_object()) {
+      s.predicted_low = get_opt(e["model"], "ci_low");
+      s.predicted_high = get_opt(e["model"], "ci_high");
+    }
+    if (e.contains("delivered") && e["delivered"].is_object()) {
+      const Json& d = e["delivered"];
+      Delivered dv;
+      dv.ratio = get_opt(d, "ratio").value_or(0.0);
+      dv.ci_low = get_opt(d, "ci_low").value_or(0.0);
+      dv.ci_high = get_opt(d, "ci_high").value_or(INFINITY);
+      dv.value = get_opt(d, "value").value_or(0.0);
+      dv.default_value = get_opt(d, "default_value").value_or(0.0);
+      dv.rounds = d.value("rounds", 0);
+      dv.slower = d.value("slower", false);
+      dv.faster = d.value("faster", false);
+      s.delivered = dv;
+    }
     b.sizes.push_back(std::move(s));
   }
   b.certified = j.value("certified", false);
@@ -154,6 +246,33 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
   b.export_config = j.value("export_config", b.overall_config);
   if (j.contains("env")) {
     for (const auto& [p, e] : j["env"].items()) b.env[p] = e.get<std::string>();
+  }
+  if (j.contains("plan")) {
+    const Json& p = j["plan"];
+    b.plan.job = p.value("job", Json::object());
+    b.plan.job_is_default = p.value("job_is_default", true);
+    b.plan.chosen_by = p.value("chosen_by", "observed");
+    b.plan.notes = p.value("notes", std::vector<std::string>{});
+    const Json scopes = p.contains("scopes") && p["scopes"].is_object() ? p["scopes"] : Json::object();
+    for (const auto& [param, sc] : scopes.items()) {
+      const std::string t = sc.is_string() ? sc.get<std::string>() : "";
+      b.plan.scopes[param] = t == "per-size" ? Scope::per_size : t == "job" ? Scope::job : Scope::application;
+    }
+  } else {
+    // Schema 1 had no plan: its single-valued export config held the job-wide values.
+    b.plan.scopes = param_scopes(b.kernel, b.default_config, b.env);
+    b.plan.job = job_part(b.export_config, b.plan.scopes);
+    b.plan.job_is_default = b.plan.job == job_part(b.default_config, b.plan.scopes);
+    b.export_config = with_job(b.default_config, b.plan.job);
+  }
+  if (j.contains("delivery")) {
+    const Json& d = j["delivery"];
+    b.delivery.state = d.value("state", "not verified");
+    b.delivery.why = d.value("why", "");
+    b.delivery.client = d.value("client", "");
+    b.delivery.fingerprint = d.value("fingerprint", "");
+    b.delivery.at = d.value("at", "");
+    b.delivery.rounds = d.value("rounds", 0);
   }
   return b;
 }
@@ -242,7 +361,7 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
     b.overall_value = *best_overall->value;
   }
   if (default_trial && default_trial->value) b.default_overall_value = *default_trial->value;
-  finish_ranges(b);
+  choose_plan(b, space, trials, ranking);
   return b;
 }
 
@@ -262,18 +381,7 @@ void finish_ranges(BestTable& b) {
     b.ranges.push_back(std::move(r));
   }
   if (!b.ranges.empty()) b.ranges.back().max_bytes = UINT64_MAX;
-  // The export config: chosen for the most sizes; a tie goes to the one at larger sizes, where
-  // the time of a transfer is spent.
-  size_t best_count = 0;
-  b.export_config = b.default_config;
-  for (size_t i = 0; i < b.sizes.size(); ++i) {
-    size_t count = 0;
-    for (const auto& s : b.sizes) count += s.chosen_config == b.sizes[i].chosen_config ? 1 : 0;
-    if (count >= best_count) {
-      best_count = count;
-      b.export_config = b.sizes[i].chosen_config;
-    }
-  }
+  b.export_config = with_job(b.default_config, b.plan.job);
 }
 
 Expected<std::string> emit(const std::string& format, const BestTable& best) {
@@ -300,7 +408,12 @@ std::string export_header(const BestTable& best) {
                                 best.certified ? ", gains certified against the default" : "");
   const std::string fp = fingerprint_header(best.study);
   out += fp.empty() ? "# no fingerprint: exported without its study record\n" : fp;
-  if (best.export_config == best.default_config) out += "# no significant gain over the library default\n";
+  const bool all_default = std::all_of(best.ranges.begin(), best.ranges.end(),
+                                       [&](const SizeRange& r) { return r.config == best.default_config; });
+  if (best.export_config == best.default_config && all_default) {
+    out += "# no significant gain over the library default\n";
+  }
+  for (const auto& n : best.plan.notes) out += "# plan: " + n + "\n";
   return out;
 }
 

@@ -23,6 +23,16 @@ struct Candidate {
   int rounds = 0;                              // rounds where both measured ok
 };
 
+// The certified gain's sibling: the export plan loaded the way a job loads it, by a plain client
+// of the family, interleaved with the library's defaults (tuner/delivery.hpp, `acceltune verify`).
+struct Delivered {
+  double ratio = 0, ci_low = 0, ci_high = 0;  // plan / defaults, 95% interval
+  double value = 0, default_value = 0;        // the client's medians over the rounds
+  int rounds = 0;
+  bool slower = false;   // the interval lies below 1.0: the plan costs the job time at this size
+  bool faster = false;   // the interval lies above 1.0
+};
+
 struct SizeBest {
   uint64_t bytes = 0;
   // What the search recommends at this size: the measured config ranked first (by the model's
@@ -32,6 +42,7 @@ struct SizeBest {
   Json best_config = Json::object();
   double best_value = 0, best_p10 = 0, best_p90 = 0;
   std::optional<double> predicted;
+  std::optional<double> predicted_low, predicted_high;  // the model's 95% interval, when it gives one
   // The best single measurement, which with noise is often a lucky near-optimum.
   std::optional<int64_t> observed_trial;
   double observed_value = 0;
@@ -53,6 +64,36 @@ struct SizeBest {
   // default when not, the search's best when the study was not certified.
   Json chosen_config = Json::object();
   bool chosen_is_default = false;
+  std::optional<Delivered> delivered;  // absent: not verified (BestTable::delivery says why)
+};
+
+// How a param reaches a job, as the export formats declare it.
+enum class Scope {
+  per_size,     // a per-size file carries it (an Open MPI rules file, the NCCL tuner table)
+  job,          // one value for the whole job (an environment variable, a sysctl, the MTU)
+  application,  // only the application sets it (streams, write size): advice, not loaded by a job
+};
+const char* to_string(Scope s);
+
+// What a study's exports load: one job-wide assignment chosen jointly over all sizes, and per-size
+// choices conditioned on it (SizeBest::chosen_config). Every exporter, `exec`, the loader and
+// `verify` write and load this one plan.
+struct Plan {
+  Json job = Json::object();  // job-wide params -> values
+  bool job_is_default = true;
+  std::map<std::string, Scope> scopes;  // every param's scope
+  std::string chosen_by = "observed";   // "certified" when certification chose it
+  std::vector<std::string> notes;       // fallbacks and why, in words
+};
+
+// The delivered measurement of the plan, for the whole table.
+struct Delivery {
+  std::string state = "not verified";  // or "measured"
+  std::string why;                     // why not verified, or what it measured with
+  std::string client;                  // how the job was started
+  std::string fingerprint;             // the machine it was measured on
+  std::string at;                      // UTC time
+  int rounds = 0;
 };
 
 // Adjacent sizes that share a chosen config, as the byte range that NCCL tuner tables, Open MPI
@@ -65,6 +106,9 @@ struct SizeRange {
   bool is_default = false;
 };
 
+// The version best.json is written in; older tables (no "schema") are read too.
+inline constexpr int kBestSchema = 2;
+
 struct BestTable {
   std::string space;
   std::string kernel;
@@ -76,8 +120,11 @@ struct BestTable {
   double overall_value = 0;
   std::optional<double> default_overall_value;
   std::vector<SizeRange> ranges;
-  // The config a single-valued export (env) uses: the one chosen for the most sizes.
+  // The plan's job-wide assignment over the library defaults: what a single-valued export (env)
+  // holds. Per-size params stay at their defaults here; a per-size file carries them.
   Json export_config = Json::object();
+  Plan plan;
+  Delivery delivery;
   bool certified = false;
   std::map<std::string, std::string> env;  // param name -> environment variable
   Json default_config = Json::object();
@@ -87,9 +134,16 @@ struct BestTable {
   // from a study directory, for exports that name the collective, the topology or the machine. Not
   // part of best.json.
   Json study = Json::object();
+  // The study directory the table was read from (where the plan's per-size files live); not part
+  // of best.json.
+  std::string dir;
 
   Json to_json() const;
+  // Reads best.json of any schema; a field of the wrong type is an input error naming it.
   static Expected<BestTable> from_json(const Json& j);
+
+ private:
+  static Expected<BestTable> from_json_unchecked(const Json& j);
 };
 
 // Per size, the recommended measured config (the first of `ranking` there when given, else the
@@ -103,12 +157,25 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
 BestTable compute_recommended_best(const Space& space, const Workload& workload, const std::vector<Trial>& trials,
                                    const std::string& unit, uint64_t seed, Ranking* ranking = nullptr);
 
-// Groups adjacent sizes by chosen config into ranges and picks the export config.
+// Groups adjacent sizes by chosen config into ranges; the export config is the plan's job-wide
+// assignment over the defaults.
 void finish_ranges(BestTable& b);
+
+struct ParamRef {
+  std::string kernel, name, env;  // env: the param's variable, empty when the kernel applies it
+};
 
 struct EmitterInfo {
   std::string description;
   std::function<Expected<std::string>(const BestTable&)> emit;
+  // The params this format carries and how (per size range, or one value for the job); nullopt
+  // for a param it does not carry. A param no format carries per size or job-wide is the
+  // application's.
+  std::function<std::optional<Scope>(const ParamRef&)> carries;
+  // A format that carries params per size: its file's name in the study's plan/ folder, and the
+  // variables that make a job read it from a path.
+  std::string plan_file;
+  std::function<std::vector<std::pair<std::string, std::string>>(const std::string& path)> switch_on;
 };
 using EmitterRegistry = Registry<EmitterInfo>;
 

@@ -19,6 +19,7 @@ namespace acceltune {
 struct CertifyOptions {
   int top = 3;     // candidates per size; 0 disables certification
   int rounds = 5;  // interleaved rounds of default and candidates (and of the winner's confirmation)
+  int jobs = 2;    // job-wide assignments tried (best joint score first) before the default's own
 };
 
 // A 95% interval for the mean of log ratios, by Student's t. Returns {ratio, low, high}.
@@ -31,9 +32,13 @@ RatioInterval ratio_interval(const std::vector<double>& candidate, const std::ve
 // The two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
 double student_t_975(int df);
 
-// Re-measures and fills the certification fields of every size of `best`, then its ranges.
-// The candidates per size are the top of `ranking` (the noise-aware order) when given, else the
-// best observed. `log` receives one JSON event per size.
+// Chooses the export plan and certifies it (tuner/plan.hpp). The job-wide assignments are tried
+// best joint score first; under each, every size's candidates are the top of `ranking` (the
+// noise-aware order, else the best observed) with that job-wide part, plus the job-wide part with
+// the library's per-size choices, which a size falls back to when no per-size choice pays. A
+// job-wide part that makes any size significantly slower, or pays at no size, falls back as a
+// whole to the next, and finally to the default's own. Fills the certification fields of every
+// size, the plan and the ranges. `log` receives one JSON event per job-wide try and per size.
 void certify(BestTable& best, const Space& space, const std::vector<Trial>& trials, TrialRunner& runner,
              const CertifyOptions& options, const std::function<void(const Json&)>& log,
              const std::function<void(int, int)>& progress, const Ranking* ranking = nullptr);

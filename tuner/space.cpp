@@ -116,11 +116,11 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
   ParamReader r{where};
   if (!j.is_object()) return r.fail("a param must be an object with name, kind and default");
   static const std::set<std::string> known = {"name", "kind", "min", "max", "step", "values",
-                                              "default", "env", "unit", "doc"};
+                                              "default", "env", "unit", "doc", "needs"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) {
       return r.fail(fmt::format("unknown field '{}' (known: name, kind, min, max, step, values, "
-                                "default, env, unit, doc)", k));
+                                "default, env, unit, doc, needs)", k));
     }
   }
   Param p;
@@ -141,6 +141,19 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
   p.env = j.value("env", "");
   p.unit = j.value("unit", "");
   p.doc = j.value("doc", "");
+  if (j.contains("needs")) {
+    // {"VALUE": {"VAR": "VALUE", ...}}: what a job needs set to run with that value.
+    if (!j["needs"].is_object()) return r.fail("field 'needs' must map a value to the variables it needs");
+    for (const auto& [value, vars] : j["needs"].items()) {
+      if (!vars.is_object()) {
+        return r.fail(fmt::format("needs.{} must be an object of VARIABLE: \"value\" pairs", value));
+      }
+      for (const auto& [var, v] : vars.items()) {
+        if (!v.is_string()) return r.fail(fmt::format("needs.{}.{} must be a string", value, var));
+        p.needs[value].emplace_back(var, v.get<std::string>());
+      }
+    }
+  }
 
   auto need = [&](const char* f) -> Status {
     if (!j.contains(f)) return r.fail(fmt::format("kind '{}' needs field '{}'", kind, f));
@@ -670,6 +683,13 @@ Json Space::definition() const {
     if (!p.env.empty()) jp["env"] = p.env;
     if (!p.unit.empty()) jp["unit"] = p.unit;
     if (!p.doc.empty()) jp["doc"] = p.doc;
+    if (!p.needs.empty()) {
+      Json n = Json::object();
+      for (const auto& [value, vars] : p.needs) {
+        for (const auto& [var, v] : vars) n[value][var] = v;
+      }
+      jp["needs"] = n;
+    }
     ps.push_back(jp);
   }
   d["params"] = ps;

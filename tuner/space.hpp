@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct Param {
   std::string env;            // set this environment variable; empty: applied by the kernel
   std::string unit;
   std::string doc;
+  // Variables a job needs set to run with a value, by the value's text ("ucx": the two
+  // OMPI_MCA_pml_ucx_* of Debian's Open MPI). They travel with every export of that value.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> needs;
 
   const Value& default_value() const { return values[default_index]; }
   std::optional<size_t> index_of(const Value& v) const;

@@ -1,5 +1,7 @@
 #include "tuner/study.hpp"
 
+#include "tuner/plan.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -277,6 +279,11 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
       out.stop_reason = fmt::format("cancelled by {} while certifying; the table is not certified",
                                     signal_name(out.cancelled_by));
     }
+  }
+  out.best.study = record;
+  out.best.dir = store.location();
+  if (Status st = write_plan_files(out.best); !st && options.on_warning) {
+    options.on_warning(fmt::format("the plan's per-size files were not written: {}", st.error().message));
   }
   ACCELTUNE_TRY(store.write_best(out.best.to_json()));
   log(Json{{"event", "end"}, {"reason", out.stop_reason}, {"trials", out.trials.size()}, {"certified", out.best.certified}});

@@ -126,7 +126,7 @@ std::string field_difference(const Json& recorded, const Json& here) {
 int from_best(const fs::path& best_path, Config* c) {
   Json best;
   if (int rc = read_json(best_path, &best, [](int depth, const std::string& top, const std::string&) {
-        return depth > 1 || top == "overall" || top == "export_config" || top == "env";
+        return depth > 1 || top == "overall" || top == "export_config" || top == "env" || top == "plan";
       })) {
     return rc;
   }
@@ -137,8 +137,20 @@ int from_best(const fs::path& best_path, Config* c) {
   if (!overall.contains("trial") || !overall["trial"].is_number()) {
     return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: the study has no config that measured ok", best_path.string()));
   }
-  // As `acceltune export --format env`: the export config (older tables: the overall best).
-  const Json config = best.contains("export_config") ? best["export_config"] : overall.value("config", Json::object());
+  // The plan's variables as `acceltune export --format env` writes them (tuner/plan.hpp), stored in
+  // best.json because a job reads no space. Older tables: the export config's env-bound values.
+  if (best.contains("plan") && best["plan"].is_object() && best["plan"].contains("env") &&
+      best["plan"]["env"].is_array()) {
+    for (const auto& kv : best["plan"]["env"]) {
+      if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) {
+        return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: plan.env holds a malformed entry {}", best_path.string(), kv.dump()));
+      }
+      c->vars.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
+    }
+  }
+  const Json config = best.contains("plan") ? Json::object()
+                      : best.contains("export_config") ? best["export_config"]
+                                                        : overall.value("config", Json::object());
   const Json env = best.value("env", Json::object());
   for (const auto& [param, var] : env.items()) {
     if (!config.contains(param) || !var.is_string()) continue;

@@ -1,0 +1,291 @@
+// Export plans: one job-wide assignment chosen jointly over the sizes, per-size choices under it,
+// fallbacks, and the variables every export writes for it.
+#include <gtest/gtest.h>
+
+#include "tests/helpers.hpp"
+#include "tuner/certify.hpp"
+#include "tuner/delivery.hpp"
+#include "tuner/kernel.hpp"
+#include "tuner/plan.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/space.hpp"
+#include "tuner/study.hpp"
+#include "tuner/verify.hpp"
+
+namespace acceltune {
+namespace {
+
+// A sized replay landscape of an MPI-like space: the messaging layer is read once per job, the
+// algorithm per size (the variables the study binds them to decide which, as a real study's do).
+struct MpiLike {
+  test::TempDir dir;
+  Space space;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<Trial> trials;
+  BestTable best;
+
+  explicit MpiLike(const std::string& rows)
+      : space([&] {
+          test::write_file(dir / "l.csv", "pml,alg,bytes,objective,objective_std\n" + rows);
+          return std::move(SpaceLoaderRegistry::instance().find(".csv")->load(dir / "l.csv").value());
+        }()),
+        kernel(std::move(make_kernel(space).value())) {
+    auto st = std::move(open_store("dir", (dir / "s").string()).value());
+    Workload w;
+    w.kernel = "replay";
+    w.sizes = space.sizes();
+    StudyOptions o;
+    o.strategy = "grid";
+    o.budget = 4;
+    o.certify.top = 0;
+    auto out = run_study(space, *kernel, *st, w, o, Json::object());
+    EXPECT_TRUE(out.has_value()) << out.error().message;
+    trials = out->trials;
+    best = out->best;
+    bind();
+  }
+
+  // The bindings of the shipped mpi-allreduce space.
+  void bind() {
+    best.kernel = "mpi-coll";
+    best.env = {{"pml", "OMPI_MCA_pml"}, {"alg", "OMPI_MCA_coll_tuned_allreduce_algorithm"}};
+  }
+
+  void certify_plan() {
+    RunnerOptions ro;
+    ro.isolation = Isolation::in_process;
+    TrialRunner runner(space, *kernel, ro);
+    CertifyOptions co;
+    co.top = 2;
+    co.rounds = 6;
+    certify(best, space, trials, runner, co, nullptr, nullptr);
+  }
+};
+
+// ob1 is the default messaging layer (first row), ignore the default algorithm.
+constexpr const char* kUcxSlowAtLargeSizes =
+    "ob1,ignore,1024,10,0.1\n"
+    "ob1,rd,1024,15,0.1\n"
+    "ucx,ignore,1024,30,0.1\n"
+    "ucx,rd,1024,25,0.1\n"
+    "ob1,ignore,1048576,100,1\n"
+    "ob1,rd,1048576,90,1\n"
+    "ucx,ignore,1048576,60,1\n"
+    "ucx,rd,1048576,55,1\n";
+
+TEST(Plan, ScopesComeFromTheFormatsThatCarryTheParams) {
+  MpiLike l(kUcxSlowAtLargeSizes);
+  const auto scopes = param_scopes(l.best.kernel, l.best.default_config, l.best.env);
+  EXPECT_EQ(scopes.at("pml"), Scope::job);       // an environment variable, read once per job
+  EXPECT_EQ(scopes.at("alg"), Scope::per_size);  // the rules file carries it per size
+  EXPECT_EQ(param_scopes("replay", l.best.default_config, {}).at("alg"), Scope::application);
+}
+
+TEST(Plan, AJobWidePartThatSlowsASizeFallsBackAsAWhole) {
+  MpiLike l(kUcxSlowAtLargeSizes);
+  // Per size alone, ucx wins 1K by 3x; jointly it is the first candidate (geometric mean 1.34x).
+  const auto scopes = param_scopes(l.best.kernel, l.best.default_config, l.best.env);
+  const auto jobs = joint_candidates(l.space, l.trials, l.space.sizes(), scopes);
+  ASSERT_FALSE(jobs.empty());
+  EXPECT_EQ(jobs.front(), (Json{{"pml", "ucx"}}));
+  l.certify_plan();
+  // But ucx is 0.6x the defaults at 1M, and a job cannot switch it off per size.
+  EXPECT_EQ(l.best.plan.job, (Json{{"pml", "ob1"}}));
+  EXPECT_TRUE(l.best.plan.job_is_default);
+  ASSERT_FALSE(l.best.plan.notes.empty());
+  EXPECT_NE(l.best.plan.notes.front().find("1M"), std::string::npos) << l.best.plan.notes.front();
+  // Under ob1 the 1K size still gains per size (rd, 1.5x), and 1M keeps the library's choice.
+  EXPECT_EQ(l.best.sizes[0].chosen_config, (Json{{"pml", "ob1"}, {"alg", "rd"}}));
+  EXPECT_EQ(l.best.sizes[1].chosen_config, l.best.default_config);
+  for (const auto& r : l.best.ranges) EXPECT_EQ(r.config["pml"], "ob1") << r.config.dump();
+}
+
+TEST(Plan, AJobWidePartThatPaysSomewhereAndCostsNowhereIsKept) {
+  MpiLike l(
+      "ob1,ignore,1024,10,0.1\n"
+      "ob1,rd,1024,15,0.1\n"
+      "ucx,ignore,1024,30,0.1\n"
+      "ucx,rd,1024,25,0.1\n"
+      "ob1,ignore,1048576,100,1\n"
+      "ob1,rd,1048576,140,1\n"
+      "ucx,ignore,1048576,100,1\n"
+      "ucx,rd,1048576,100,1\n");
+  l.certify_plan();
+  EXPECT_EQ(l.best.plan.job, (Json{{"pml", "ucx"}}));
+  EXPECT_TRUE(l.best.plan.notes.empty());
+  // 1K: ucx with the library's algorithm (its own best); 1M: rd under ob1 was faster, but the job
+  // runs ucx, so 1M gets ucx with the library's choice, no slower than the defaults.
+  EXPECT_EQ(l.best.sizes[0].chosen_config, (Json{{"pml", "ucx"}, {"alg", "ignore"}}));
+  EXPECT_EQ(l.best.sizes[1].chosen_config, (Json{{"pml", "ucx"}, {"alg", "ignore"}}));
+  EXPECT_TRUE(l.best.sizes[0].significant);
+  EXPECT_FALSE(l.best.sizes[1].significant);
+  EXPECT_GE(*l.best.sizes[1].ci_high, 1.0);
+  EXPECT_EQ(l.best.export_config, (Json{{"pml", "ucx"}, {"alg", "ignore"}}));
+}
+
+TEST(Plan, WithoutCertificationTheFirstJointCandidateIsThePlan) {
+  MpiLike l(kUcxSlowAtLargeSizes);
+  choose_plan(l.best, l.space, l.trials, nullptr);
+  EXPECT_EQ(l.best.plan.job, (Json{{"pml", "ucx"}}));
+  // Job-wide params are one value across every range.
+  for (const auto& r : l.best.ranges) EXPECT_EQ(r.config["pml"], "ucx") << r.config.dump();
+}
+
+// A table with a study record and a directory, as load_study gives exports.
+BestTable mpi_table(const test::TempDir& dir, const Json& job, const Json& small_alg) {
+  BestTable b;
+  b.space = "mpi-allreduce";
+  b.kernel = "mpi-coll";
+  b.trials = b.trials_ok = 20;
+  b.overall_trial = 3;
+  b.certified = true;
+  b.env = {{"algorithm", "OMPI_MCA_coll_tuned_allreduce_algorithm"}, {"pml", "OMPI_MCA_pml"}};
+  b.default_config = Json{{"algorithm", "ignore"}, {"pml", "ob1"}};
+  b.plan.scopes = param_scopes(b.kernel, b.default_config, b.env);
+  b.plan.job = job;
+  b.plan.job_is_default = job == job_part(b.default_config, b.plan.scopes);
+  for (uint64_t bytes : {32768u, 1048576u}) {
+    SizeBest s;
+    s.bytes = bytes;
+    s.chosen_config = with_job(b.default_config, job);
+    if (bytes == 32768) s.chosen_config["algorithm"] = small_alg;
+    s.chosen_is_default = s.chosen_config == b.default_config;
+    b.sizes.push_back(s);
+  }
+  finish_ranges(b);
+  b.study = Json{{"space",
+                  {{"name", "mpi-allreduce"},
+                   {"kernel", "mpi-coll"},
+                   {"job_advice", "mpirun --bind-to none"},
+                   {"params",
+                    {{{"name", "algorithm"}, {"env", "OMPI_MCA_coll_tuned_allreduce_algorithm"},
+                      {"values", {"ignore", "recursive_doubling"}}},
+                     {{"name", "pml"}, {"env", "OMPI_MCA_pml"}, {"values", {"ob1", "ucx"}},
+                      {"needs", {{"ucx", {{"OMPI_MCA_pml_ucx_tls", "any"}, {"OMPI_MCA_pml_ucx_devices", "any"}}}}}}}}}},
+                 {"workload", {{"operation", "allreduce"}, {"ranks", 4}}}};
+  b.dir = dir.path().string();
+  return b;
+}
+
+TEST(Plan, AUcxWinnerExportsWhatAJobNeedsToStartAndNoHygiene) {
+  test::TempDir dir;
+  set_hygiene_env("UCX_HANDLE_ERRORS", "none");  // what the ucx kernel sets in acceltune's own process
+  const BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "ignore");
+  auto env = emit("env", b);
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_NE(env->find("\nOMPI_MCA_pml=ucx\n"), std::string::npos) << *env;
+  EXPECT_NE(env->find("\nOMPI_MCA_pml_ucx_tls=any\n"), std::string::npos) << *env;
+  EXPECT_NE(env->find("\nOMPI_MCA_pml_ucx_devices=any\n"), std::string::npos) << *env;
+  EXPECT_EQ(env->find("UCX_HANDLE_ERRORS"), std::string::npos) << *env;
+  EXPECT_EQ(env->find("ACCELTUNE_HYGIENE"), std::string::npos) << *env;
+  // No per-size choice differs from the library's: no rules file, no forced algorithm.
+  EXPECT_EQ(env->find("coll_tuned"), std::string::npos) << *env;
+  EXPECT_NE(env->find("# launcher advice: mpirun --bind-to none"), std::string::npos) << *env;
+  // The job a delivered comparison starts gets the same, and no hygiene either.
+  DeliveryArm arm{"plan", plan_env(b)->vars, b.plan.job};
+  for (const auto& kv : job_environment(b.study, arm)) {
+    EXPECT_NE(kv.rfind("UCX_HANDLE_ERRORS=", 0), 0u) << kv;
+  }
+}
+
+TEST(Plan, TheEnvExportSwitchesTheRulesFileOnAndForcesNoAlgorithm) {
+  test::TempDir dir;
+  const BestTable b = mpi_table(dir, Json{{"pml", "ob1"}}, "recursive_doubling");
+  ASSERT_TRUE(write_plan_files(b));
+  auto env = emit("env", b);
+  ASSERT_TRUE(env) << env.error().message;
+  const std::string rules = (std::filesystem::absolute(dir.path()) / "plan" / "ompi-rules.conf").string();
+  EXPECT_NE(env->find("\nOMPI_MCA_coll_tuned_use_dynamic_rules=1\n"), std::string::npos) << *env;
+  EXPECT_NE(env->find("\nOMPI_MCA_coll_tuned_dynamic_rules_filename=" + rules + "\n"), std::string::npos) << *env;
+  EXPECT_EQ(env->find("OMPI_MCA_coll_tuned_allreduce_algorithm="), std::string::npos) << *env;
+  EXPECT_EQ(env->find("OMPI_MCA_pml="), std::string::npos) << *env;  // ob1 is the library's own
+  const std::string file = test::read_file(rules);
+  EXPECT_NE(file.find("\n0 3 0 0  # [0 B, 1048575 B] recursive_doubling\n"), std::string::npos) << file;
+  // A study copied without its directory cannot name its rules file: a clear refusal.
+  BestTable lost = b;
+  lost.dir.clear();
+  auto refused = emit("env", lost);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("study directory"), std::string::npos) << refused.error().message;
+}
+
+TEST(Plan, JobWideParamsAreOneValueInEveryExport) {
+  test::TempDir dir;
+  const BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling");
+  ASSERT_TRUE(write_plan_files(b));
+  for (const auto& r : b.ranges) EXPECT_EQ(r.config["pml"], "ucx");
+  auto rules = emit("ompi-rules", b);
+  ASSERT_TRUE(rules) << rules.error().message;
+  EXPECT_NE(rules->find("# with the job's environment: OMPI_MCA_pml=ucx"), std::string::npos) << *rules;
+  EXPECT_EQ(rules->find("measured with"), std::string::npos) << *rules;  // no range chose another pml
+  auto env = emit("env", b);
+  ASSERT_TRUE(env);
+  size_t count = 0;
+  for (size_t at = env->find("OMPI_MCA_pml="); at != std::string::npos; at = env->find("OMPI_MCA_pml=", at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << *env;
+}
+
+TEST(Plan, ADeliveredSlowdownFallsBackPerSizeThenAsAWhole) {
+  test::TempDir dir;
+  BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling");
+  Delivered slow;
+  slow.ratio = 0.8;
+  slow.ci_low = 0.7;
+  slow.ci_high = 0.9;
+  slow.rounds = 5;
+  slow.slower = true;
+  b.sizes[0].delivered = slow;
+  ASSERT_TRUE(apply_delivered_fallback(b));
+  // The per-size choice goes first: 32K keeps ucx with the library's algorithm.
+  EXPECT_EQ(b.sizes[0].chosen_config, (Json{{"algorithm", "ignore"}, {"pml", "ucx"}}));
+  EXPECT_EQ(b.plan.job, (Json{{"pml", "ucx"}}));
+  // Still slower with nothing per size to drop: the job-wide part goes, for every size.
+  ASSERT_TRUE(apply_delivered_fallback(b));
+  EXPECT_TRUE(b.plan.job_is_default);
+  for (const auto& s : b.sizes) EXPECT_EQ(s.chosen_config, b.default_config);
+  EXPECT_EQ(b.plan.notes.size(), 2u);
+  EXPECT_FALSE(apply_delivered_fallback(b));  // nothing left to fall back
+}
+
+TEST(Plan, BestJsonReadsBackThePlanAndOlderTablesGetOne) {
+  test::TempDir dir;
+  BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling");
+  Delivered d;
+  d.ratio = 1.6;
+  d.ci_low = 1.4;
+  d.ci_high = 1.8;
+  d.rounds = 5;
+  d.faster = true;
+  b.sizes[0].delivered = d;
+  b.delivery.state = "measured";
+  const Json j = Json::parse(b.to_json().dump());
+  EXPECT_EQ(j["schema"], kBestSchema);
+  auto back = BestTable::from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->plan.job, b.plan.job);
+  EXPECT_EQ(back->plan.scopes.at("algorithm"), Scope::per_size);
+  ASSERT_TRUE(back->sizes[0].delivered);
+  EXPECT_DOUBLE_EQ(back->sizes[0].delivered->ci_low, 1.4);
+  EXPECT_FALSE(back->sizes[1].delivered);
+  // Schema 1: no plan; its export config's job-wide part becomes the plan.
+  Json old = j;
+  old.erase("schema");
+  old.erase("plan");
+  old["export_config"] = Json{{"algorithm", "recursive_doubling"}, {"pml", "ucx"}};
+  auto legacy = BestTable::from_json(old);
+  ASSERT_TRUE(legacy) << legacy.error().message;
+  EXPECT_EQ(legacy->plan.job, (Json{{"pml", "ucx"}}));
+  EXPECT_EQ(legacy->export_config, (Json{{"algorithm", "ignore"}, {"pml", "ucx"}}));
+  // Foreign or corrupt: the field is named.
+  Json bad = j;
+  bad["sizes"][1]["bytes"] = "lots";
+  auto refused = BestTable::from_json(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("sizes[1].bytes"), std::string::npos) << refused.error().message;
+  bad = j;
+  bad["schema"] = kBestSchema + 1;
+  EXPECT_FALSE(BestTable::from_json(bad));
+}
+
+}  // namespace
+}  // namespace acceltune

@@ -1,0 +1,129 @@
+// acceltune verify and the delivered gains in best.json: what a job that loads the plan gets.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "tests/helpers.hpp"
+#include "tuner/best.hpp"
+#include "tuner/verify.hpp"
+
+namespace acceltune {
+namespace {
+
+#if !ACCELTUNE_TEST_VERIFY_MPI
+
+TEST(Verify, APlanPaysUnlessASizeIsSignificantlySlower) {
+  BestTable b;
+  SizeBest s;
+  s.bytes = 4096;
+  b.sizes.push_back(s);
+  EXPECT_TRUE(delivery_pays(b));  // not verified is no evidence against it
+  Delivered d;
+  d.ratio = 0.97;
+  d.ci_low = 0.90;
+  d.ci_high = 1.04;
+  b.sizes[0].delivered = d;
+  EXPECT_TRUE(delivery_pays(b));
+  b.sizes[0].delivered->slower = true;
+  EXPECT_FALSE(delivery_pays(b));
+}
+
+TEST(Verify, AChangedMachineIsReportedFieldByField) {
+  const Json a = Json{{"fingerprint_fields", {{"cpu", {{"model", "A"}, {"cores", 2}}}, {"versions", {{"ucx", "1.13"}}}}}};
+  Json b = a;
+  b["fingerprint_fields"]["versions"]["ucx"] = "1.16";
+  b["fingerprint_fields"]["gpus"] = Json::array();
+  const auto d = fingerprint_drift(a, b);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0], "versions.ucx: \"1.13\" -> \"1.16\"");
+  EXPECT_EQ(d[1], "gpus: absent -> []");
+  EXPECT_TRUE(fingerprint_drift(a, a).empty());
+}
+
+TEST(Verify, AFamilyWithoutAPlainClientIsNotVerified) {
+  test::TempDir dir;
+  auto s = test::run_cli({"search", "--space", "host-copy", "--budget", "3", "--sizes", "64K", "--max-seconds", "0.02",
+                          "--out", "s"},
+                         dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto v = test::run_cli({"verify", "s"}, dir.path());
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("not verified"), std::string::npos) << v.out;
+  const Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  EXPECT_EQ(best["schema"], kBestSchema);
+  EXPECT_EQ(best["delivery"]["state"], "not verified");
+  EXPECT_NE(best["delivery"]["why"].get<std::string>().find("host-copy"), std::string::npos) << best["delivery"];
+  EXPECT_TRUE(best["sizes"][0]["delivered"].is_null());
+}
+
+TEST(Verify, ACorruptOrForeignTableNamesTheFileAndField) {
+  test::TempDir dir;
+  auto s = test::run_cli({"search", "--space", "host-copy", "--budget", "2", "--sizes", "64K", "--max-seconds", "0.02",
+                          "--out", "s"},
+                         dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  best["sizes"][0]["delivered"] = "fast";
+  test::write_file(dir / "s" / "best.json", best.dump());
+  auto v = test::run_cli({"verify", "s"}, dir.path());
+  EXPECT_EQ(v.exit_code, 2) << v.out;
+  EXPECT_NE(v.err.find("s/best.json"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("sizes[0].delivered"), std::string::npos) << v.err;
+  test::write_file(dir / "s" / "best.json", R"({"some": "other tool's file"})");
+  v = test::run_cli({"verify", "s"}, dir.path());
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("'sizes'"), std::string::npos) << v.err;
+}
+
+#else
+
+// A 4-rank allreduce, oversubscribed on small machines: the plan the search certifies, loaded by
+// the project's plain MPI client under mpirun with the env export and its rules file, is no
+// slower than Open MPI's defaults at any size, and its delivered figures are in best.json.
+TEST(VerifyMpi, TheFourRankPlanDeliversNoSlowerThanTheDefaults) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  test::TempDir dir;
+  Json space = Json::parse(test::read_file(test::spaces_dir() / "mpi-allreduce.json"));
+  space["name"] = "mpi-allreduce-4";
+  space["ranks"] = 4;
+  test::write_file(dir / "mpi4.json", space.dump());
+  auto s = test::run_cli({"search", "--space", "mpi4.json", "--sizes", "32K,1M", "--strategy", "grid", "--budget", "20",
+                          "--certify-top", "2", "--certify-rounds", "4", "--verify-rounds", "4", "--out", "s"},
+                         dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  EXPECT_NE(s.out.find("delivered through: a plain MPI"), std::string::npos) << s.out;
+  const Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  ASSERT_EQ(best["delivery"]["state"], "measured") << best["delivery"];
+  for (const auto& z : best["sizes"]) {
+    ASSERT_TRUE(z["delivered"].is_object()) << z.dump();
+    EXPECT_GE(z["delivered"]["rounds"].get<int>(), 2) << z["delivered"];
+    EXPECT_FALSE(z["delivered"]["slower"].get<bool>()) << z["size"] << ": " << z["delivered"] << "\n" << s.out;
+  }
+  // Job-wide params are one value in every range, and the env export forces no algorithm.
+  for (const auto& r : best["ranges"]) EXPECT_EQ(r["config"]["pml"], best["plan"]["job"]["pml"]) << best["ranges"];
+  auto env = test::run_cli({"export", "s", "--format", "env"}, dir.path());
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(env.out.find("OMPI_MCA_coll_tuned_allreduce_algorithm="), std::string::npos) << env.out;
+  EXPECT_EQ(env.out.find("UCX_HANDLE_ERRORS"), std::string::npos) << env.out;
+  // verify on the stored study measures again and says whether it pays.
+  auto v = test::run_cli({"verify", "s", "--rounds", "3"}, dir.path());
+  EXPECT_TRUE(v.exit_code == 0 || v.exit_code == 3) << v.out << v.err;
+  EXPECT_NE(v.out.find("delivered [95%]"), std::string::npos) << v.out;
+}
+
+TEST(VerifyMpi, AMissingLauncherNamesItsPackage) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  test::TempDir dir;
+  auto s = test::run_cli({"search", "--space", "mpi-allreduce", "--sizes", "4K", "--strategy", "grid", "--budget", "3",
+                          "--certify-top", "0", "--verify-rounds", "0", "--out", "s"},
+                         dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto v = test::run_cli({"verify", "s"}, dir.path(), "env -u ACCELTUNE_MPIRUN PATH=/nonexistent");
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.err.find("openmpi-bin"), std::string::npos) << v.err;
+}
+
+#endif
+
+}  // namespace
+}  // namespace acceltune

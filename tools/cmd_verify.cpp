@@ -1,0 +1,108 @@
+// acceltune verify: the delivered gain of a study's plan, loaded the way a job loads it by a plain
+// client of the family (tuner/delivery.hpp), interleaved with the library's defaults. On a stored
+// study after an upgrade it says whether the plan still pays.
+#include <unistd.h>
+
+#include "tools/cli.hpp"
+#include "tuner/cancel.hpp"
+#include "tuner/fingerprint.hpp"
+#include "tuner/process_guard.hpp"
+#include "tuner/study.hpp"
+#include "tuner/verify.hpp"
+
+namespace acceltune::cli {
+
+namespace {
+
+std::string interval_text(double ratio, double low, double high) {
+  return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
+}
+
+}  // namespace
+
+int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
+  BestTable& b = s.best;
+  if (check_fingerprint) {
+    const Json stored = s.study.value("fingerprint", Json::object());
+    const Json now = probe_fingerprint();
+    const std::vector<std::string> drift = fingerprint_drift(stored, now);
+    if (!drift.empty()) {
+      std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),
+                  now.value("id", "?").c_str());
+      for (const auto& d : drift) std::printf("  %s\n", d.c_str());
+    }
+  }
+  VerifyOptions o;
+  o.rounds = rounds;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  if (tty) {
+    o.progress = [](int done, int total) {
+      std::fprintf(stderr, "\r\033[Kverifying: run %d/%d (defaults and plan interleaved)", done, total);
+    };
+  }
+  Status st = verify_delivery(b, o);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!st) return fail(st.error());
+  auto store = open_store("dir", b.dir);
+  if (!store) return fail(store.error());
+  if (Status w = (*store)->write_best(b.to_json()); !w) return fail(w.error());
+  if (b.delivery.state != "measured") {
+    std::printf("delivered: not verified: %s\n", b.delivery.why.c_str());
+    return 0;
+  }
+  std::printf("delivered through: %s (%d rounds, interleaved with the defaults)\n", b.delivery.client.c_str(),
+              b.delivery.rounds);
+  std::printf("%-8s %-24s %-24s %s\n", "size", "certified [95%]", "delivered [95%]", "");
+  for (const auto& z : b.sizes) {
+    const std::string cert = z.certified && z.certified_ratio
+                                 ? interval_text(*z.certified_ratio, z.ci_low.value_or(0), z.ci_high.value_or(INFINITY))
+                                 : "not certified";
+    const std::string del = z.delivered ? interval_text(z.delivered->ratio, z.delivered->ci_low, z.delivered->ci_high)
+                                        : "no measurement";
+    const char* verdict = !z.delivered ? "" : z.delivered->slower ? "SLOWER than the defaults"
+                                          : z.delivered->faster ? "faster" : "no significant difference";
+    std::printf("%-8s %-24s %-24s %s\n", format_bytes(z.bytes).c_str(), cert.c_str(), del.c_str(), verdict);
+  }
+  if (!delivery_pays(b)) {
+    std::printf("the plan no longer pays: a job that loads it runs slower than the defaults at some size (exit %d)\n",
+                kExitNoLongerPays);
+    return kExitNoLongerPays;
+  }
+  return 0;
+}
+
+namespace {
+
+int cmd_verify(const std::string& dir, int rounds) {
+  auto s = load_study(dir);
+  if (!s) return fail(s.error());
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();
+  if (!guard) return fail(guard.error());
+  return verify_study(*s, rounds, true);
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, CommandList& list) {
+  struct Args {
+    std::string dir;
+    int rounds = 5;
+  };
+  auto a = std::make_shared<Args>();
+  auto* v = app.add_subcommand("verify", "measure the delivered gain of a study's plan through a plain job");
+  v->add_option("DIR", a->dir, "study directory")->required();
+  v->add_option("--rounds", a->rounds, "interleaved rounds of the defaults and the plan (default 5)")
+      ->check(CLI::Range(2, 1000));
+  v->footer(fmt::format(
+      "The plan (the env export and its per-size files) is loaded by a plain client of the family, started the way "
+      "users start it: an MPI program under mpirun (openmpi-bin), ucx_perftest (ucx-utils), iperf3 in acceltune's own "
+      "network namespaces (iperf3; root). Families without one show \"not verified\". A changed machine is "
+      "reported field by field before measuring.\n"
+      "Exit codes: 0 the plan pays (no size significantly slower than the defaults), {} it no longer pays, "
+      "1 a runtime failure, 2 bad input.\nExample: acceltune verify acceltune-results/mpi-allreduce-1",
+      kExitNoLongerPays));
+  list.add(v, [a] { return cmd_verify(a->dir, a->rounds); });
+}
+
+}  // namespace acceltune::cli

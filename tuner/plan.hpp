@@ -1,0 +1,65 @@
+// Export plans. A job cannot change every param per message size: a rules file or a tuner table
+// selects some per size range, the rest are read once per job. The plan of a study is one
+// job-wide assignment chosen jointly over all its sizes, plus per-size choices conditioned on it;
+// every exporter, `exec`, the loader and `verify` load that one plan.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/best.hpp"
+#include "tuner/recommend.hpp"
+
+namespace acceltune {
+
+// Every param's scope, from the export formats' declarations (EmitterInfo::carries): per size
+// when a format carries it per size, job-wide when one carries it for the job, else the
+// application's.
+std::map<std::string, Scope> param_scopes(const std::string& kernel, const Json& default_config,
+                                          const std::map<std::string, std::string>& env);
+
+// The job-wide part of a config.
+Json job_part(const Json& config, const std::map<std::string, Scope>& scopes);
+
+// `config` with its job-wide params replaced by `job`'s and everything else at the defaults:
+// the job-wide assignment with the library's own per-size choices.
+Json with_job(const Json& default_config, const Json& job);
+
+// The job-wide assignments measured by full-effort trials at every size, best first by the
+// geometric mean over sizes of each one's best gain over the default there; the default's own
+// job-wide assignment is always among them.
+std::vector<Json> joint_candidates(const Space& space, const std::vector<Trial>& trials,
+                                   const std::vector<uint64_t>& sizes, const std::map<std::string, Scope>& scopes);
+
+// Per size, the full-effort trials measured ok there whose job-wide part is `job`, the
+// recommended first (by `ranking` when given, else by value).
+std::vector<const Trial*> trials_with_job(const Space& space, const std::vector<Trial>& trials, uint64_t bytes,
+                                          const Json& job, const std::map<std::string, Scope>& scopes,
+                                          const Ranking* ranking);
+
+// The uncertified plan: the first joint candidate, and per size the recommended trial with that
+// job-wide part (the defaults' per-size choice where none measured ok).
+void choose_plan(BestTable& best, const Space& space, const std::vector<Trial>& trials, const Ranking* ranking);
+
+// What a job's environment gets from the plan, in order: the job-wide variables, the variables a
+// chosen value needs to run (Param::needs), and the switches that make the job read the per-size
+// files (with their paths in the study's plan/ folder). Comments say what is left to the library
+// and the launcher's advice. Never a per-size param as a variable; never acceltune's hygiene.
+struct PlanEnv {
+  std::vector<std::pair<std::string, std::string>> vars;
+  std::vector<std::string> comments;
+  // Per-size files the switches name: format, path.
+  std::vector<std::pair<std::string, std::string>> files;
+};
+Expected<PlanEnv> plan_env(const BestTable& best);
+
+// Writes the per-size files plan_env names (atomically; unchanged files are left alone).
+Status write_plan_files(const BestTable& best);
+
+// The space's pinned context: every single-valued env param (UCX_TLS=tcp of ucx-tcp). Both arms
+// of a delivered comparison set it.
+std::vector<std::pair<std::string, std::string>> pinned_env(const Json& study);
+
+}  // namespace acceltune

@@ -1,0 +1,37 @@
+// Delivered certification: the plan of a study loaded the way a job loads it (tuner/delivery.hpp),
+// interleaved with the library's defaults, per size a paired-ratio interval as in certification.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tuner/best.hpp"
+
+namespace acceltune {
+
+struct VerifyOptions {
+  int rounds = 5;  // defaults/plan pairs, interleaved A B, B A, ...
+  std::function<void(int done, int total)> progress;
+};
+
+// Measures the plan of `best` (read with its study record and directory) through its family's
+// plain client and fills every size's `delivered` and the table's `delivery`. A family without a
+// client, or a plan that loads nothing, leaves the sizes "not verified" and says why (not an
+// error). A client that cannot start (a missing tool) is a runtime error.
+Status verify_delivery(BestTable& best, const VerifyOptions& options);
+
+// After a delivered measurement, the sizes where the plan costs the job time fall back: a size
+// whose per-size choice is not the library's own falls back to it (under the same job-wide part);
+// a slower size with nothing per size to drop takes the job-wide part back to the defaults, for
+// every size. The plan's notes say why. Returns whether the plan changed (measure it again).
+bool apply_delivered_fallback(BestTable& best);
+
+// Whether the delivered plan pays: no size significantly slower than the defaults.
+bool delivery_pays(const BestTable& best);
+
+// The fingerprint fields that differ between a stored study's machine and `now`, one line each
+// ("cpu.model: A -> B"); empty when they agree.
+std::vector<std::string> fingerprint_drift(const Json& stored_fingerprint, const Json& now_fingerprint);
+
+}  // namespace acceltune
