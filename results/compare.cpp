@@ -222,7 +222,9 @@ Json Comparison::to_json() const {
                       {"trials_ok", s.trials_ok},
                       {"certified", s.certified},
                       {"finished", s.finished},
-                      {"created_at", s.created_at}});
+                      {"created_at", s.created_at},
+                      {"delivery", Json{{"state", s.delivery_state}, {"why", s.delivery_why},
+                                        {"client", s.delivery_client}}}});
   }
   j["studies"] = ss;
   Json sz = Json::array();
@@ -239,12 +241,27 @@ Json Comparison::to_json() const {
       e["best_trial"] = c.best_trial ? Json(*c.best_trial) : Json(nullptr);
       e["best_config"] = c.best_config;
       e["gain"] = opt_json(c.gain);
-      if (c.certified) {
-        e["certified"] = Json{{"ratio", opt_json(c.certified_ratio)},
-                              {"ci_low", opt_json(c.ci_low)},
-                              {"ci_high", opt_json(c.ci_high)},
-                              {"significant", c.significant}};
+      // Certified and delivered, each named; null where the study was not certified or the
+      // delivery not verified ("delivered_state" says which).
+      e["certified"] = c.certified ? Json{{"ratio", opt_json(c.certified_ratio)},
+                                          {"ci_low", opt_json(c.ci_low)},
+                                          {"ci_high", opt_json(c.ci_high)},
+                                          {"significant", c.significant}}
+                                   : Json(nullptr);
+      if (c.delivered) {
+        const Delivered& d = *c.delivered;
+        e["delivered"] = Json{{"ratio", d.ratio},
+                              {"ci_low", d.ci_low},
+                              {"ci_high", opt_json(finite(d.ci_high))},
+                              {"value", d.value},
+                              {"default_value", d.default_value},
+                              {"rounds", d.rounds},
+                              {"slower", d.slower},
+                              {"faster", d.faster}};
+      } else {
+        e["delivered"] = nullptr;
       }
+      e["delivered_state"] = c.delivered ? "measured" : "not verified";
       e["best_vs_first"] = opt_json(c.best_vs_first);
       e["default_vs_first"] = opt_json(c.default_vs_first);
       per.push_back(e);
@@ -301,6 +318,9 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
     cs.certified = s.best.certified;
     cs.finished = s.finished;
     cs.created_at = s.study.value("created_at", "");
+    cs.delivery_state = s.best.delivery.state;
+    cs.delivery_why = s.best.delivery.why;
+    cs.delivery_client = s.best.delivery.client;
     c.studies.push_back(std::move(cs));
   }
   const StudyData& first = in[0];
@@ -418,6 +438,7 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
         cell.certified_ratio = sb->certified_ratio;
         cell.ci_low = sb->ci_low;
         cell.ci_high = sb->ci_high;
+        cell.delivered = sb->delivered;
       }
       if (cell.best_value && cell.default_value && *cell.default_value > 0) {
         cell.gain = *cell.best_value / *cell.default_value;

@@ -53,11 +53,15 @@ struct CompareStudy {
   int64_t trials = 0, trials_ok = 0;
   bool certified = false, finished = false;
   std::string created_at;
+  // Whether the study's export was measured the way a job loads it (BestTable::delivery): "measured"
+  // or "not verified", and why not.
+  std::string delivery_state = "not verified", delivery_why, delivery_client;
 };
 
 // One study at one message size. Values are what the search measured (the default trial and the
-// best measurement at this size); the certified ratio and its 95% interval come from the
-// interleaved re-measurement when the study was certified.
+// recommended config at this size); the certified ratio and its 95% interval come from the
+// interleaved re-measurement when the study was certified; the delivered ratio and its interval
+// from the export loaded the way a job loads it, when that was measured ("not verified" else).
 struct CompareCell {
   std::optional<double> default_value, default_p10, default_p90;
   std::optional<double> best_value, best_p10, best_p90;
@@ -66,6 +70,7 @@ struct CompareCell {
   std::optional<double> gain;  // best / default
   bool certified = false, significant = false;
   std::optional<double> certified_ratio, ci_low, ci_high;
+  std::optional<Delivered> delivered;  // absent: not verified (CompareStudy::delivery_why says why)
   // Against the first study at the same size.
   std::optional<double> best_vs_first, default_vs_first;
 };

@@ -28,8 +28,9 @@ table.kv th{width:170px}
 .note{color:#555;font-size:13px}
 figure{margin:8px 0}figcaption{font-size:12px;color:#444;max-width:900px}
 code{font-size:12px;background:#f6f6f6;padding:0 3px}
-.sig{color:#1a7f37;font-weight:bold}.insig{color:#777}
+.sig{color:#1a7f37;font-weight:bold}.insig{color:#777}.slow{color:#b42318;font-weight:bold}
 details{font-size:13px;margin:6px 0}
+td.headline{min-width:160px}.sig,.insig,.slow{white-space:nowrap}
 )~";
 
 std::string h(const std::string& s) { return escape(s); }
@@ -169,6 +170,45 @@ svg::Point point_with_bar(double x, double y, double p10, double p90) {
   return p;
 }
 
+// A gain and its 95% interval, "2.47x [2.20, 2.77]".
+std::string interval_text(double ratio, const std::optional<double>& low, const std::optional<double>& high) {
+  return fmt::format("{:.2f}x [{}, {}]", ratio, low && std::isfinite(*low) ? fmt::format("{:.2f}", *low) : "-",
+                     high && std::isfinite(*high) ? fmt::format("{:.2f}", *high) : "-");
+}
+
+// The medians behind a size's certified interval (config, default): the winner's fresh rounds, or
+// in older tables its candidate rounds.
+std::optional<std::pair<double, double>> certified_medians(const SizeBest& e) {
+  if (!e.certified || !e.certified_ratio || !e.certified_trial) return std::nullopt;
+  if (e.certified_rounds > 0) return std::make_pair(e.certified_value, e.certified_default_value);
+  for (const auto& c : e.candidates) {
+    if (c.trial == *e.certified_trial) return std::make_pair(c.value, c.default_value);
+  }
+  return std::nullopt;
+}
+
+// Why a table has no delivered gains, in words.
+std::string not_verified_why(const BestTable& b) {
+  return b.delivery.why.empty() ? "not measured yet: acceltune verify measures it" : b.delivery.why;
+}
+
+// The headline of a size: the certified gain with its interval, or "not certified".
+std::string certified_cell(const SizeBest& e) {
+  if (!e.certified || !e.certified_ratio) return "not certified";
+  return fmt::format("<span class=\"{}\">certified {}</span>{}", e.significant ? "sig" : "insig",
+                     interval_text(*e.certified_ratio, e.ci_low, e.ci_high),
+                     e.significant ? "" : " not significant: the default is exported");
+}
+
+// The delivered gain with its interval, or "not verified (why)".
+std::string delivered_cell(const BestTable& b, const SizeBest& e) {
+  if (!e.delivered) return fmt::format("not verified ({})", h(not_verified_why(b)));
+  const Delivered& d = *e.delivered;
+  return fmt::format("<span class=\"{}\">delivered {}</span>{}", d.slower ? "slow" : d.faster ? "sig" : "insig",
+                     interval_text(d.ratio, d.ci_low, d.ci_high),
+                     d.slower ? " slower than the defaults" : d.faster ? "" : " no significant difference");
+}
+
 // ---- report sections ----
 
 std::string header_section(const StudyData& s) {
@@ -209,6 +249,11 @@ std::string header_section(const StudyData& s) {
                                          h(first_at.empty() ? "-" : first_at), h(last_at.empty() ? "-" : last_at)));
   o += kv_row("certified", s.best.certified ? "yes: top configs re-measured interleaved with the default"
                                             : "no: values are the search's measurements");
+  o += kv_row("delivered", s.best.delivery.state == "measured"
+                               ? fmt::format("measured through {} ({} rounds, interleaved with the defaults)",
+                                             h(s.best.delivery.client.empty() ? "a plain client" : s.best.delivery.client),
+                                             s.best.delivery.rounds)
+                               : "not verified: " + h(not_verified_why(s.best)));
   o += kv_row("acceltune", h(st.value("acceltune_version", "?")));
   o += kv_row("fingerprint", h(fingerprint_summary(st.value("fingerprint", Json::object()))));
   o += "</table>\n";
@@ -221,29 +266,46 @@ std::string best_section(const StudyData& s) {
   const auto units = units_of(s.space);
   const BestTable& b = s.best;
   std::string o = "<section id=\"best\">\n<h2>Best per message size</h2>\n<table>\n";
-  o += fmt::format("<tr><th>size</th><th>default ({0})</th><th>best ({0})</th><th>gain</th><th>certified gain "
-                   "[95% interval]</th><th>best config (trial)</th><th>exported config</th></tr>\n",
-                   h(s.unit));
+  o += fmt::format(
+      "<tr><th>size</th><th>default ({0})</th><th>certified gain [95% interval]</th><th>delivered gain [95% "
+      "interval]</th><th>exported config</th><th>certified medians: config / default ({0})</th><th>recommended "
+      "config (trial)</th><th>recommended: search median ({0})</th><th>model estimate ({0}) [95% interval]</th>"
+      "<th>best single measurement ({0}) (trial)</th></tr>\n",
+      h(s.unit));
   for (const auto& e : b.sizes) {
-    std::string cert = "-";
-    if (e.certified && e.certified_ratio) {
-      cert = fmt::format("<span class=\"{}\">{:.2f}x [{}, {}]</span>", e.significant ? "sig" : "insig",
-                         *e.certified_ratio, e.ci_low ? fmt::format("{:.2f}", *e.ci_low) : "-",
-                         e.ci_high && std::isfinite(*e.ci_high) ? fmt::format("{:.2f}", *e.ci_high) : "-");
-    }
-    const std::string best_cfg =
+    const auto cm = certified_medians(e);
+    const std::string medians = cm ? fmt::format("{} / {}", format_number(cm->first), format_number(cm->second)) : "-";
+    const std::string rec_cfg =
         e.best_trial ? fmt::format("{} (#{})", h(describe(e.best_config, b.default_config, units)), *e.best_trial)
                      : "no config measured ok";
     const std::string chosen = e.chosen_is_default ? "(default)" : h(describe(e.chosen_config, b.default_config, units));
-    o += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "<td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                     h(format_bytes(e.bytes)), fnum(e.default_value),
-                     e.best_trial ? format_number(e.best_value) : "-", ratio_text(e.ratio), cert, best_cfg, chosen);
+    std::string model = "-";
+    if (e.predicted) {
+      model = format_number(*e.predicted);
+      if (e.predicted_low && e.predicted_high) {
+        model += fmt::format(" [{}, {}]", format_number(*e.predicted_low), format_number(*e.predicted_high));
+      }
+    }
+    const std::string observed =
+        e.observed_trial ? fmt::format("{} (#{})", format_number(e.observed_value), *e.observed_trial) : "-";
+    o += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"headline\">{}</td>"
+                     "<td class=\"headline\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                     h(format_bytes(e.bytes)), fnum(e.default_value), certified_cell(e), delivered_cell(b, e), chosen,
+                     medians, rec_cfg, e.best_trial ? format_number(e.best_value) : "-", model, observed);
   }
   o += "</table>\n";
-  if (b.certified) {
-    o += "<p class=\"note\">Certified gains: the top configs re-measured interleaved with the default (A B A B "
-         "...); a gain is significant (green) when its interval excludes 1.0, else the default is exported.</p>\n";
+  o += "<p class=\"note\">Each figure is named as what it is. <strong>Certified</strong>: the top configs re-measured inside "
+       "the kernel interleaved with the default (A B A B ...), the gain with its 95% interval; significant (green) "
+       "when the interval excludes 1.0, else the default is exported. <strong>Delivered</strong>: the export loaded the way a "
+       "job loads it, by a plain client of the family, interleaved with the library's defaults; \"not verified\" "
+       "when it was not measured. <strong>Recommended</strong>: the config the search ranks first, with its median from the "
+       "search. <strong>Model estimate</strong>: the search model's estimate of the recommended config. <strong>Best single "
+       "measurement</strong>: the highest median any one trial measured; with noise often a lucky one, never the "
+       "headline.</p>\n";
+  if (!b.certified) {
+    o += "<p class=\"note\">This study was not certified: no gain here is more than the search's own "
+         "measurements.</p>\n";
   }
   if (!b.ranges.empty()) {
     o += "<p class=\"note\">Export ranges:";
@@ -253,6 +315,22 @@ std::string best_section(const StudyData& s) {
                        r.is_default ? "default" : h(describe(r.config, b.default_config, units)));
     }
     o += "</p>\n";
+  }
+  // The plan: its job-wide part, its fallbacks, and whether a job that loads it was measured.
+  const std::string job = b.plan.job_is_default ? "(default)" : describe(b.plan.job, b.default_config, units);
+  o += fmt::format("<p class=\"note\">Job-wide (one value for the whole job): {}.</p>\n",
+                   job == "(default)" ? "the library defaults" : h(job));
+  if (!b.plan.notes.empty()) {
+    o += "<ul class=\"note\">\n";
+    for (const auto& n : b.plan.notes) o += fmt::format("<li>{}</li>\n", h(n));
+    o += "</ul>\n";
+  }
+  if (b.delivery.state == "measured") {
+    o += fmt::format("<p class=\"note\">Delivered: measured through {} ({} rounds, interleaved with the defaults{}).</p>\n",
+                     h(b.delivery.client.empty() ? "a plain client" : b.delivery.client), b.delivery.rounds,
+                     b.delivery.at.empty() ? "" : ", " + h(b.delivery.at));
+  } else {
+    o += fmt::format("<p class=\"note\">Delivered: not verified: {}.</p>\n", h(not_verified_why(b)));
   }
   return o + "</section>\n";
 }
@@ -265,7 +343,7 @@ std::string bandwidth_section(const StudyData& s) {
   svg::Series def{"library default", {}, svg::palette(0)};
   def.dashed = true;
   def.marker = svg::Marker::square;
-  svg::Series best{"tuned: best per size", {}, svg::palette(1)};
+  svg::Series best{"tuned per size", {}, svg::palette(1)};
   best.marker = svg::Marker::circle;
   svg::Series overall{"single best config (all sizes)", {}, svg::palette(2)};
   overall.marker = svg::Marker::diamond;
@@ -278,6 +356,7 @@ std::string bandwidth_section(const StudyData& s) {
     }
   }
   std::vector<double> ys;
+  size_t certified_points = 0, recommended_points = 0;
   for (uint64_t bytes : s.workload.sizes) {
     const double x = size_x(c.x, bytes);
     if (d) {
@@ -286,10 +365,22 @@ std::string bandwidth_section(const StudyData& s) {
         ys.push_back(m->value);
       }
     }
+    // The tuned line: the certified median where certified (no p10-p90 bar: its spread is the
+    // interval in the table; where the gain was not significant the default is exported, so the
+    // default's median from those rounds), else the recommended config's search median; never the
+    // best single measurement.
     for (const auto& e : s.best.sizes) {
-      if (e.bytes == bytes && e.best_trial && std::isfinite(e.best_value)) {
+      if (e.bytes != bytes) continue;
+      const auto cm = certified_medians(e);
+      const double cv = !cm ? NAN : e.significant ? cm->first : cm->second;
+      if (std::isfinite(cv) && cv > 0) {
+        best.points.push_back({x, cv});
+        ys.push_back(cv);
+        ++certified_points;
+      } else if (e.best_trial && std::isfinite(e.best_value)) {
         best.points.push_back(point_with_bar(x, e.best_value, e.best_p10, e.best_p90));
         ys.push_back(e.best_value);
+        ++recommended_points;
       }
     }
     if (o_trial) {
@@ -301,16 +392,23 @@ std::string bandwidth_section(const StudyData& s) {
   }
   if (d) def.name = fmt::format("library default (trial #{})", d->number);
   if (o_trial) overall.name = fmt::format("single best config (trial #{})", o_trial->number);
+  best.name = certified_points && recommended_points ? "tuned: certified median (recommended's search median where "
+                                                       "not certified)"
+              : certified_points                     ? "tuned: certified median per size"
+                                                     : "tuned: recommended config's search median per size";
   c.y.scale = wide_range(ys) ? svg::Scale::log10 : svg::Scale::linear;
   c.series = {def, best};
   if (o_trial && !overall.points.empty()) c.series.push_back(overall);
   std::string o = "<section id=\"bandwidth\" class=\"plot\">\n<h2>Bandwidth versus message size</h2>\n<figure>\n";
   o += svg::render(c);
   o += fmt::format(
-      "<figcaption>Median {} per message size of the library default, of the best config found at each size, and "
-      "of the single config with the best objective over all sizes. Error bars span p10 to p90 of the samples of "
-      "that measurement (the search's own spread, not the certified interval; certified gains and their 95% "
-      "intervals are in the table above). Value axis {}.{}</figcaption>\n",
+      "<figcaption>Median {} per message size of the library default (its search trial), of the tuned config at "
+      "each size, and of the single config with the best objective over all sizes. The tuned line goes through "
+      "the certified median where the size was certified (the default's median in those rounds where the gain was "
+      "not significant and the default is exported), else through the recommended config's median from the "
+      "search; never through the best single measurement. Error bars span p10 to p90 of the samples of a search "
+      "measurement (the search's own spread, not the certified interval; certified points have none, their gains "
+      "and 95% intervals are in the table above). Value axis {}.{}</figcaption>\n",
       s.unit == "GB/s" ? "bandwidth (GB/s, 1e9 bytes/s)" : h("objective (" + s.unit + ")"),
       c.y.scale == svg::Scale::log10 ? "logarithmic" : "linear",
       ys.empty() ? " No size has an ok measurement yet." : "");
@@ -503,26 +601,34 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
   // Values per size, one column group per study.
   o += "<section id=\"values\">\n<h2>Per message size</h2>\n<table>\n<tr><th rowspan=\"2\">size</th>";
   for (size_t k = 0; k < c.studies.size(); ++k) {
-    o += fmt::format("<th colspan=\"{}\">{}</th>", k == 0 ? 4 : 6, h(c.studies[k].label));
+    o += fmt::format("<th colspan=\"{}\">{}</th>", k == 0 ? 5 : 7, h(c.studies[k].label));
   }
   o += "</tr>\n<tr>";
   for (size_t k = 0; k < c.studies.size(); ++k) {
-    o += fmt::format("<th>default ({0})</th><th>best ({0})</th><th>gain</th><th>certified [95%]</th>", h(c.unit));
-    if (k > 0) o += fmt::format("<th>best vs {0}</th><th>default vs {0}</th>", h(c.studies[0].label));
+    o += fmt::format("<th>default ({0})</th><th>search: recommended ({0})</th><th>search gain</th><th>certified gain "
+                     "[95% interval]</th><th>delivered gain [95% interval]</th>",
+                     h(c.unit));
+    if (k > 0) o += fmt::format("<th>search vs {0}</th><th>default vs {0}</th>", h(c.studies[0].label));
   }
   o += "</tr>\n";
   for (size_t i = 0; i < c.sizes.size(); ++i) {
     o += fmt::format("<tr><td>{}</td>", h(format_bytes(c.sizes[i])));
     for (size_t k = 0; k < c.cells[i].size(); ++k) {
       const CompareCell& e = c.cells[i][k];
-      std::string cert = "-";
+      std::string cert = "not certified";
       if (e.certified && e.certified_ratio) {
-        cert = fmt::format("<span class=\"{}\">{:.2f}x [{}, {}]</span>", e.significant ? "sig" : "insig",
-                           *e.certified_ratio, e.ci_low ? fmt::format("{:.2f}", *e.ci_low) : "-",
-                           e.ci_high && std::isfinite(*e.ci_high) ? fmt::format("{:.2f}", *e.ci_high) : "-");
+        cert = fmt::format("<span class=\"{}\">certified {}</span>", e.significant ? "sig" : "insig",
+                           interval_text(*e.certified_ratio, e.ci_low, e.ci_high));
       }
-      o += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                       fnum(e.default_value), fnum(e.best_value), ratio_text(e.gain), cert);
+      std::string del = "not verified";
+      if (e.delivered) {
+        const Delivered& d = *e.delivered;
+        del = fmt::format("<span class=\"{}\">delivered {}</span>{}", d.slower ? "slow" : d.faster ? "sig" : "insig",
+                          interval_text(d.ratio, d.ci_low, d.ci_high), d.slower ? " slower than the defaults" : "");
+      }
+      o += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                       "<td class=\"num\">{}</td>",
+                       fnum(e.default_value), fnum(e.best_value), ratio_text(e.gain), cert, del);
       if (k > 0) {
         o += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>", ratio_text(e.best_vs_first),
                          ratio_text(e.default_vs_first));
@@ -530,9 +636,15 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     }
     o += "</tr>\n";
   }
-  o += "</table>\n<p class=\"note\">Default and best are the search's medians (the default trial and the best "
-       "measurement at each size); gain is best over the study's own default; certified is the interleaved "
-       "re-measurement's gain with its 95% interval, when the study was certified.</p>\n";
+  o += "</table>\n<p class=\"note\">Default and recommended are the search's medians (the default trial and the "
+       "config the search recommends at each size); search gain is their ratio, from the search alone; certified is "
+       "the interleaved re-measurement's gain with its 95% interval, when the study was certified; delivered is the "
+       "export loaded the way a job loads it, interleaved with the defaults, when that was measured.</p>\n";
+  for (const auto& s : c.studies) {
+    if (s.delivery_state == "measured") continue;
+    o += fmt::format("<p class=\"note\">{} delivered: not verified: {}.</p>\n", h(s.label),
+                     h(s.delivery_why.empty() ? "not measured yet: acceltune verify measures it" : s.delivery_why));
+  }
   if (!c.other_sizes.empty()) {
     o += "<p class=\"note\">Not compared (not measured by every study):";
     for (const auto& [b, labels] : c.other_sizes) {
@@ -546,7 +658,7 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
 
   // The plot.
   svg::Chart chart;
-  chart.title = "default and best value versus message size";
+  chart.title = "default and recommended value versus message size";
   chart.x = size_axis(c.sizes);
   chart.y.label = fmt::format("{} ({})", c.unit == "GB/s" ? "bandwidth" : "objective", c.unit);
   std::vector<double> ys;
@@ -554,7 +666,7 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     svg::Series def{c.studies[k].label + " default", {}, svg::palette(k)};
     def.dashed = true;
     def.marker = svg::Marker::square;
-    svg::Series best{c.studies[k].label + " best", {}, svg::palette(k)};
+    svg::Series best{c.studies[k].label + " recommended (search median)", {}, svg::palette(k)};
     for (size_t i = 0; i < c.sizes.size(); ++i) {
       const CompareCell& e = c.cells[i][k];
       const double x = size_x(chart.x, c.sizes[i]);
@@ -571,11 +683,12 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     chart.series.push_back(best);
   }
   chart.y.scale = wide_range(ys) ? svg::Scale::log10 : svg::Scale::linear;
-  o += "<section id=\"plot\" class=\"plot\">\n<h2>Default and best versus message size</h2>\n<figure>\n";
+  o += "<section id=\"plot\" class=\"plot\">\n<h2>Default and recommended versus message size</h2>\n<figure>\n";
   o += svg::render(chart);
-  o += fmt::format("<figcaption>Each study in its own colour: the library default dashed (squares), the best config "
-                   "per size solid (circles). Error bars span p10 to p90 of the samples of each measurement. Value "
-                   "axis {}.</figcaption>\n</figure>\n</section>\n",
+  o += fmt::format("<figcaption>Each study in its own colour: the library default dashed (squares), the config the "
+                   "search recommends per size solid (circles), both the search's medians (certified and delivered "
+                   "gains are in the table above). Error bars span p10 to p90 of the samples of each measurement. "
+                   "Value axis {}.</figcaption>\n</figure>\n</section>\n",
                    chart.y.scale == svg::Scale::log10 ? "logarithmic" : "linear");
 
   // Where the best configs differ.

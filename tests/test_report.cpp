@@ -231,6 +231,54 @@ TEST(Report, WellFormedSelfContainedAndEscaped) {
   EXPECT_NE(html.find("id abcd"), std::string::npos);
 }
 
+TEST(Report, HeadlinesCertifiedAndDeliveredGainsNotTheLuckiestMeasurement) {
+  TempDir t;
+  test::write_study(t / "s", hostile_study());
+  auto loaded = load_study_dir((t / "s").string());
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  BestTable b = loaded->best;
+  b.certified = true;
+  SizeBest& z = b.sizes[0];
+  z.observed_trial = 1;
+  z.observed_value = 83.3;  // one lucky sample
+  z.certified = true;
+  z.certified_trial = 1;
+  z.certified_ratio = 2.47;
+  z.ci_low = 2.20;
+  z.ci_high = 2.77;
+  z.certified_rounds = 5;
+  z.certified_value = 41.5;
+  z.certified_default_value = 16.8;
+  z.significant = true;
+  Delivered d;
+  d.ratio = 1.93;
+  d.ci_low = 1.61;
+  d.ci_high = 2.31;
+  d.rounds = 5;
+  d.faster = true;
+  z.delivered = d;
+  b.delivery.state = "measured";
+  b.delivery.client = "a plain client";
+  test::write_file(t / "s" / "best.json", b.to_json().dump());
+  std::string html = report_of(t / "s");
+  EXPECT_EQ(check_well_formed(html), "");
+  EXPECT_NE(html.find("certified 2.47x [2.20, 2.77]"), std::string::npos);
+  EXPECT_NE(html.find("delivered 1.93x [1.61, 2.31]"), std::string::npos);
+  EXPECT_NE(html.find("best single measurement"), std::string::npos);
+  // The lucky sample is a table cell, never the headline or the tuned line.
+  EXPECT_EQ(html.find("gain 4.9"), std::string::npos);
+  for (const auto& [id, text] : plot_sections(html)) EXPECT_EQ(text.find("83.3"), std::string::npos) << id;
+  // Without a delivered measurement the report says so, and why.
+  z.delivered.reset();
+  b.delivery = Delivery{};
+  b.delivery.why = "kernel host-copy has no plain client";
+  test::write_file(t / "s" / "best.json", b.to_json().dump());
+  html = report_of(t / "s");
+  EXPECT_NE(html.find("not verified"), std::string::npos);
+  EXPECT_NE(html.find("has no plain client"), std::string::npos);
+  EXPECT_EQ(html.find("delivered 1.93x"), std::string::npos);
+}
+
 TEST(Report, PythonHtmlParserAgrees) {
   if (!have_program("python3")) GTEST_SKIP() << "python3 is not installed; the built-in checker ran in the other tests";
   TempDir t;

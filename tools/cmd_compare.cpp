@@ -32,25 +32,45 @@ void print_comparison(const Comparison& c, const std::vector<StudyData>& studies
                 s.certified ? ", certified" : "", s.finished ? "" : ", still running or stopped");
   }
   const std::string first = c.studies[0].label;
+  auto interval = [](double r, const std::optional<double>& lo, const std::optional<double>& hi) {
+    return fmt::format("{:.2f}x [{}, {}]", r, lo && std::isfinite(*lo) ? fmt::format("{:.2f}", *lo) : "-",
+                       hi && std::isfinite(*hi) ? fmt::format("{:.2f}", *hi) : "-");
+  };
   for (size_t i = 0; i < c.sizes.size(); ++i) {
-    std::printf("\nsize %-8s %12s %12s %8s  %-22s %11s %14s\n", format_bytes(c.sizes[i]).c_str(), "default", "best",
-                "gain", "certified [95%]", ("best/" + first).c_str(), ("default/" + first).c_str());
+    std::printf("\nsize %-8s %12s %12s %11s  %-26s %-25s %13s %14s\n", format_bytes(c.sizes[i]).c_str(), "default",
+                "search", "search gain", "certified [95%]", "delivered [95%]", ("search/" + first).c_str(),
+                ("default/" + first).c_str());
     for (size_t k = 0; k < c.cells[i].size(); ++k) {
       const CompareCell& e = c.cells[i][k];
-      std::string cert = "-";
+      std::string cert = "not certified";
       if (e.certified && e.certified_ratio) {
-        cert = fmt::format("{:.2f}x [{}, {}]{}", *e.certified_ratio, e.ci_low ? fmt::format("{:.2f}", *e.ci_low) : "-",
-                           e.ci_high && std::isfinite(*e.ci_high) ? fmt::format("{:.2f}", *e.ci_high) : "-",
-                           e.significant ? "" : " ns");
+        cert = interval(*e.certified_ratio, e.ci_low, e.ci_high) + (e.significant ? "" : " ns");
       }
-      std::printf("  %-11s %12s %12s %8s  %-22s %11s %14s\n", c.studies[k].label.c_str(),
+      std::string del = "not verified";
+      if (e.delivered) {
+        del = interval(e.delivered->ratio, e.delivered->ci_low, e.delivered->ci_high) +
+              (e.delivered->slower ? " SLOWER" : "");
+      }
+      std::printf("  %-11s %12s %12s %11s  %-26s %-25s %13s %14s\n", c.studies[k].label.c_str(),
                   e.default_value ? format_number(*e.default_value).c_str() : "-",
                   e.best_value ? format_number(*e.best_value).c_str() : "-", ratio(e.gain).c_str(), cert.c_str(),
-                  k == 0 ? "" : ratio(e.best_vs_first).c_str(), k == 0 ? "" : ratio(e.default_vs_first).c_str());
+                  del.c_str(), k == 0 ? "" : ratio(e.best_vs_first).c_str(),
+                  k == 0 ? "" : ratio(e.default_vs_first).c_str());
     }
   }
-  std::printf("\n(default and best: the search's medians; gain: best over the study's own default; certified: the "
-              "interleaved re-measurement's gain, ns = not significant)\n");
+  std::printf("\n(default and search: the search's medians of the default and of the config it recommends at each "
+              "size; search gain: their ratio, from the search alone; certified: the interleaved re-measurement's "
+              "gain with its 95%% interval, ns = not significant; delivered: the export loaded the way a job loads "
+              "it, interleaved with the defaults)\n");
+  for (const auto& s : c.studies) {
+    if (s.delivery_state == "measured") {
+      std::printf("%s delivered: measured through %s\n", s.label.c_str(),
+                  s.delivery_client.empty() ? "a plain client" : s.delivery_client.c_str());
+    } else {
+      std::printf("%s delivered: not verified: %s\n", s.label.c_str(),
+                  s.delivery_why.empty() ? "not measured yet (acceltune verify measures it)" : s.delivery_why.c_str());
+    }
+  }
   std::map<std::string, std::string> units;
   for (const auto& s : studies) {
     for (const auto& p : s.space.params()) units.emplace(p.name, p.unit);
@@ -124,13 +144,14 @@ void add_compare_command(CLI::App& app, CommandList& list) {
   auto a = std::make_shared<Args>();
   auto* cmp = app.add_subcommand("compare", "compare studies of one space from different machines side by side");
   cmp->footer(
-      "Per message size: each study's default and best value, the certified gain and its 95% interval when the\n"
-      "study was certified, each study's gain over its own default, and study k's best (and default) over the\n"
-      "first study's; then where the best configs differ, param by param, and which fingerprint fields differ\n"
-      "(the probe's fingerprint_fields when every study has them, else the whole fingerprint minus volatile\n"
-      "fields). Studies of different spaces, workloads, units, measurement settings or sizes are compared with\n"
-      "a warning (at the sizes they share); studies of different kernels, or with no size in common, are\n"
-      "refused (exit code 2).");
+      "Per message size: each study's default and recommended value from the search and their ratio (search\n"
+      "gain), the certified gain and its 95% interval when the study was certified, the delivered gain and its\n"
+      "interval when the export was measured the way a job loads it (else \"not verified\"), and study k's\n"
+      "search value (and default) over the first study's; then where the best configs differ, param by param,\n"
+      "and which fingerprint fields differ (the probe's fingerprint_fields when every study has them, else the\n"
+      "whole fingerprint minus volatile fields). Studies of different spaces, workloads, units, measurement\n"
+      "settings or sizes are compared with a warning (at the sizes they share); studies of different kernels,\n"
+      "or with no size in common, are refused (exit code 2).");
   cmp->add_option("DIR", a->dirs, "study directories (two or more; the first is the reference)")->required();
   cmp->add_option("--html", a->html, "also write the comparison as a self-contained HTML page with one SVG plot");
   cmp->add_flag("--json", a->json, "print the comparison as JSON instead of the text table");
