@@ -41,6 +41,7 @@
 #include <thread>
 
 #include "tuner/binary.hpp"
+#include "kernels/child_process.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/service.hpp"
 
@@ -545,17 +546,6 @@ void finish_mpi() {
 
 // ---------------------------------------------------------------------------------------------
 // Launcher mode: the job that runs one trial's measurements.
-
-std::optional<std::string> find_on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return std::nullopt;
-}
 
 // The line of a failed job's output that says why: our own message, else mpirun's last words.
 std::string why_job_failed(const std::string& output) {

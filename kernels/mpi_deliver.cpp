@@ -6,23 +6,17 @@
 // acceltune binary, so what it measures is what Open MPI does with the export on its own. Each
 // measure() is one job over all sizes; its value per size is the per-rank buffer bytes over the
 // median call time (the slowest rank's), in GB/s.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
 #include <sstream>
-#include <thread>
 
+#include "kernels/child_process.hpp"
 #include "tuner/binary.hpp"
 #include "tuner/delivery.hpp"
 
@@ -44,125 +38,6 @@ constexpr double kJobTimeoutSeconds = 120;
 constexpr double kSlowestBytesPerSecond = 1e8;
 // Open MPI reads a missing rules file as no rules at all, without a word.
 constexpr const char* kRulesFileVar = "OMPI_MCA_coll_tuned_dynamic_rules_filename";
-
-std::string find_on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-std::string quote_argv(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s;
-}
-
-struct JobOutput {
-  int status = 0;  // waitpid's
-  std::string out, err;
-};
-
-// Runs argv[0] (a path) with exactly `env` as its environment and waits at most timeout_seconds,
-// capturing stdout and stderr apart. run_command (kernels/netns.hpp) takes neither an
-// environment nor two streams, hence this one. The job gets a process group of its own: on
-// timeout mpirun is asked first (SIGTERM makes it end its ranks, which live in groups of their
-// own), then the group is killed.
-Expected<JobOutput> run_job(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                            double timeout_seconds) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return runtime_error("pipe: {}", std::strerror(errno));
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return runtime_error("pipe: {}", std::strerror(errno));
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<std::string> args = argv, vars = env;
-  std::vector<char*> cargv, cenv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  for (auto& v : vars) cenv.push_back(v.data());
-  cenv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, args[0].c_str(), &fa, &attr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(out[1]);
-  ::close(err[1]);
-  if (rc != 0) {
-    ::close(out[0]);
-    ::close(err[0]);
-    return runtime_error("cannot start '{}': {}", args[0], std::strerror(rc));
-  }
-
-  JobOutput r;
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_seconds));
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  bool exited = false, timed_out = false;
-  clock::time_point exited_at;
-  while (open_fds > 0) {
-    if (!exited && ::waitpid(pid, &r.status, WNOHANG) == pid) {
-      exited = true;
-      exited_at = clock::now();
-    }
-    // A rank orphaned by a dead mpirun could hold a pipe open; what mattered has arrived by now.
-    if (exited && clock::now() - exited_at > std::chrono::seconds(2)) break;
-    if (!exited && clock::now() > deadline) {
-      timed_out = true;
-      break;
-    }
-    const int n = ::poll(fds, 2, 100);
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; n > 0 && i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[8192];
-      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      } else {
-        sinks[i]->append(buf, static_cast<size_t>(got));
-      }
-    }
-  }
-  for (auto& p : fds) {
-    if (p.fd >= 0) ::close(p.fd);
-  }
-  if (timed_out) {
-    ::kill(-pid, SIGTERM);
-    const auto until = clock::now() + std::chrono::seconds(5);
-    while (::waitpid(pid, &r.status, WNOHANG) == 0 && clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
-    }
-    return runtime_error("'{}' did not finish within {:.0f} s and was ended", quote_argv(argv), timeout_seconds);
-  }
-  if (!exited) {
-    while (::waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  return r;
-}
 
 // Why a job failed, from its stderr: the client's own words when it said something, else what
 // the ranks said (the lines Open MPI prefixes with "[host:pid] ", such as "PML ucx cannot be
@@ -271,13 +146,21 @@ class MpiSession final : public DeliverySession {
     std::string arm_vars;
     for (const auto& [k, v] : arm.env) arm_vars += (arm_vars.empty() ? "" : " ") + k + "=" + v;
     const std::string what = fmt::format("arm '{}' ({})", arm.name, arm_vars.empty() ? "no variables" : arm_vars);
-    auto run = run_job(argv, env, kJobTimeoutSeconds + allowance_seconds);
+    // The job gets a process group of its own: at the deadline mpirun is asked first (SIGTERM
+    // makes it end its ranks), then the group is killed; a rank orphaned by a dead mpirun may
+    // hold a pipe open, and what mattered has arrived 2 s after mpirun's exit.
+    const double timeout_seconds = kJobTimeoutSeconds + allowance_seconds;
+    auto run = Child::run(argv, env, timeout_seconds,
+                          ChildOptions{.own_group = true, .grace_seconds = 5, .linger_after_exit_seconds = 2});
     if (!run) return runtime_error("acceltune verify: {}: {}", what, run.error().message);
-    const int st = run->status;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      const std::string how = WIFSIGNALED(st) ? fmt::format("was killed by signal {}", WTERMSIG(st))
-                                              : fmt::format("exited with status {}", WEXITSTATUS(st));
-      return runtime_error("acceltune verify: {}: '{}' {}: {}", what, quote_argv(argv), how, why_failed(run->err));
+    if (run->timed_out) {
+      return runtime_error("acceltune verify: {}: '{}' did not finish within {:.0f} s and was ended", what,
+                           argv_text(argv), timeout_seconds);
+    }
+    if (run->exit_code != 0) {
+      const std::string how = run->exit_code > 128 ? fmt::format("was killed by signal {}", run->exit_code - 128)
+                                                   : fmt::format("exited with status {}", run->exit_code);
+      return runtime_error("acceltune verify: {}: '{}' {}: {}", what, argv_text(argv), how, why_failed(run->err));
     }
 
     const std::set<uint64_t> asked(sizes.begin(), sizes.end());
@@ -291,7 +174,7 @@ class MpiSession final : public DeliverySession {
     }
     if (gbps.empty()) {
       return runtime_error("acceltune verify: {}: '{}' printed no result line (stdout: '{}'; stderr: {})", what,
-                           quote_argv(argv), run->out.substr(0, 200), why_failed(run->err));
+                           argv_text(argv), run->out.substr(0, 200), why_failed(run->err));
     }
     return gbps;
   }
@@ -327,7 +210,7 @@ Expected<std::unique_ptr<DeliverySession>> open_mpi_session(const Json& study) {
 
   // The same launcher the kernel uses: ACCELTUNE_MPIRUN when set (README), else mpirun on PATH.
   const char* asked = std::getenv("ACCELTUNE_MPIRUN");
-  const std::string mpirun = find_on_path(asked && *asked ? asked : "mpirun");
+  const std::string mpirun = find_on_path(asked && *asked ? asked : "mpirun").value_or("");
   if (mpirun.empty()) {
     if (asked && *asked) {
       return runtime_error("acceltune verify: ACCELTUNE_MPIRUN names '{}', which is not an executable on PATH; unset "

@@ -9,13 +9,8 @@
 // -> tag_lat, put_bw -> ucp_put_bw, put_lat -> ucp_put_lat) and, for bandwidths, the kernel's
 // window of messages in flight (-O, the space's "window", 16 as the kernel when absent).
 // Nothing else is added to the environment: over UCX_TLS=tcp, ucx_perftest finds lo by itself.
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,13 +26,14 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/child_process.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = Child::Clock;
 
 Clock::time_point after_seconds(Clock::time_point t, double seconds) {
   return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -68,134 +64,6 @@ std::string tail_of(const std::string& text, size_t max_chars = 500) {
   }
   return t.empty() ? "no output" : t;
 }
-
-// A program on PATH (as a shell finds it), or "".
-std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string d; std::getline(dirs, d, ':');) {
-    if (d.empty()) continue;
-    const std::string full = d + "/" + name;
-    if (::access(full.c_str(), X_OK) == 0) return full;
-  }
-  return "";
-}
-
-// A program started with an environment of its own, stdout and stderr captured apart, killed at
-// a deadline. A local helper: run_command (kernels/netns.hpp) takes no environment and merges
-// the two streams; this one could serve both once shared.
-class Child {
- public:
-  struct Result {
-    bool timed_out = false;
-    int exit_code = -1;  // 128 + the signal when one ended it
-    std::string out, err;
-    bool ok() const { return !timed_out && exit_code == 0; }
-  };
-
-  static Expected<std::unique_ptr<Child>> start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) return runtime_error("pipe: {}", std::strerror(errno));
-    if (::pipe2(err, O_CLOEXEC) != 0) {
-      ::close(out[0]);
-      ::close(out[1]);
-      return runtime_error("pipe: {}", std::strerror(errno));
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    std::vector<std::string> args = argv, vars = env;
-    std::vector<char*> cargv, cenv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    for (auto& v : vars) cenv.push_back(v.data());
-    cenv.push_back(nullptr);
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, args[0].c_str(), &fa, nullptr, cargv.data(), cenv.data());
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    ::close(err[1]);
-    if (rc != 0) {
-      ::close(out[0]);
-      ::close(err[0]);
-      return runtime_error("cannot run '{}': {}", args[0], std::strerror(rc));
-    }
-    std::unique_ptr<Child> c(new Child());
-    c->pid_ = pid;
-    c->out_fd_ = out[0];
-    c->err_fd_ = err[0];
-    return c;
-  }
-
-  ~Child() {
-    if (!finished_) {
-      kill();
-      (void)finish(Clock::now());
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // Collects the output until the program closes it or the deadline passes (then kills it), and
-  // reaps it. Once only; kill() may be called from another thread meanwhile.
-  Result finish(Clock::time_point deadline) {
-    Result r;
-    finished_ = true;
-    std::string* sinks[2] = {&r.out, &r.err};
-    int fds[2] = {out_fd_, err_fd_};
-    while (fds[0] >= 0 || fds[1] >= 0) {
-      const double left_seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
-      if (left_seconds <= 0) {
-        r.timed_out = true;
-        kill();
-        break;
-      }
-      pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-      const int n = ::poll(p, 2, static_cast<int>(left_seconds * 1000) + 1);
-      if (n < 0 && errno != EINTR) break;
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        char buf[4096];
-        const ssize_t got = ::read(fds[i], buf, sizeof buf);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          ::close(fds[i]);
-          fds[i] = -1;
-        } else {
-          sinks[i]->append(buf, static_cast<size_t>(got));
-        }
-      }
-    }
-    for (int fd : fds) {
-      if (fd >= 0) ::close(fd);
-    }
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      reaped_ = true;
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-  }
-
-  // SIGKILL, unless it has been reaped (its pid may then be another process's).
-  void kill() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!reaped_) ::kill(pid_, SIGKILL);
-  }
-
- private:
-  Child() = default;
-  pid_t pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1;
-  bool finished_ = false;
-  std::mutex mutex_;
-  bool reaped_ = false;
-};
 
 // A TCP port nobody listens on now (on any address, as ucx_perftest's server binds). Another
 // process may take it before the server does; the caller retries on "Address already in use".
@@ -401,7 +269,7 @@ Expected<std::unique_ptr<DeliverySession>> open_perftest(const Json& study) {
     }
     window = space["window"].get<int>();
   }
-  const std::string perftest = find_on_path("ucx_perftest");
+  const std::string perftest = find_on_path("ucx_perftest").value_or("");
   if (perftest.empty()) {
     return runtime_error("acceltune verify: ucx_perftest not found; install the Debian package ucx-utils");
   }
