@@ -1,24 +1,18 @@
 // Export format nccl-tuner: the table NCCL's example tuner plugin reads, which the acceltune
 // tuner plugin (libnccl-tuner-acceltune.so) reads too:
 //   collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff[,chunkSize]
-// one row per best-per-size range, -1 where a column is not tuned.
+// one row per best-per-size range, -1 where a column is not tuned; the eleventh column only on a
+// row whose chunk size was tuned. The written table passes the same checks the plugin applies
+// when it reads one (results/nccl_tuner_table.hpp), or nothing is written.
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "results/nccl_tuner_table.hpp"
 #include "tuner/best.hpp"
 
 namespace acceltune {
 namespace {
-
-std::string folded(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '_' || c == '-' || c == ' ') continue;
-    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  return out;
-}
 
 // A value that leaves the choice to NCCL rather than naming one.
 bool leaves_choice(const Json& v) {
@@ -26,39 +20,8 @@ bool leaves_choice(const Json& v) {
   // -1 is the table's wildcard; 0 channels is NCCL's own "not set".
   if (v.is_number_integer()) return v.get<int64_t>() == -1 || v.get<int64_t>() == 0;
   if (!v.is_string()) return false;
-  const std::string f = folded(v.get<std::string>());
+  const std::string f = nccl_table::folded(v.get<std::string>());
   return f.empty() || f == "auto" || f == "default";
-}
-
-// NCCL's names (NCCL_ALGO's spelling or the table's) to the table's spelling; "" when NCCL names
-// no such algorithm.
-std::string algorithm_column(const std::string& v) {
-  static const std::pair<const char*, const char*> names[] = {{"tree", "tree"},
-                                                              {"ring", "ring"},
-                                                              {"collnetdirect", "collnet_direct"},
-                                                              {"collnetchain", "collnet_chain"},
-                                                              {"nvls", "nvls"},
-                                                              {"nvlstree", "nvls_tree"},
-                                                              {"pat", "pat"}};
-  const std::string f = folded(v);
-  for (const auto& [k, col] : names) {
-    if (f == k) return col;
-  }
-  return "";
-}
-
-std::string protocol_column(const std::string& v) {
-  const std::string f = folded(v);
-  if (f == "ll" || f == "ll128" || f == "simple") return f;
-  return "";
-}
-
-std::string collective_column(const std::string& op) {
-  const std::string f = folded(op);
-  for (const char* c : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}) {
-    if (f == c) return c;
-  }
-  return "";
 }
 
 std::string count_column(const Json& space, const char* field) {
@@ -86,8 +49,9 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
         "'operation'); export from the study directory",
         best.space);
   }
-  const std::string collective = collective_column(op);
-  if (collective.empty()) {
+  const int collective_no = nccl_table::collective_of(op);
+  const std::string collective = nccl_table::collective_name(collective_no);
+  if (collective_no < 0) {
     return input_error(
         "space {}: operation '{}' is not a collective that NCCL asks a tuner about (allreduce, "
         "allgather, reducescatter, broadcast, reduce)",
@@ -114,8 +78,9 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
     *any = true;
     if (param == col.algorithm || param == col.protocol) {
       const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-      const std::string c = param == col.algorithm ? algorithm_column(s) : protocol_column(s);
-      if (c.empty()) {
+      const int n = param == col.algorithm ? nccl_table::algorithm_of(s) : nccl_table::protocol_of(s);
+      const std::string c = param == col.algorithm ? nccl_table::algorithm_name(n) : nccl_table::protocol_name(n);
+      if (n < 0) {
         return input_error(
             "space {}: param '{}' holds {} '{}', which NCCL does not name (NCCL_{} takes {}); a tuner "
             "table needs one {} per config",
@@ -146,8 +111,12 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
                   best.trials, best.certified ? ", gains certified against the default" : "");
   out += fingerprint_header(study);
   out += "# NCCL_TUNER_PLUGIN=acceltune ACCELTUNE_NCCL_TUNER_TABLE=<this file> (or NCCL_TUNER_CONFIG_FILE)\n";
-  out += std::string("# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff") +
-         (col.chunk.empty() ? "" : ",chunkSize") + "\n";
+  out += "# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
+  if (!col.chunk.empty()) {
+    out +=
+        "# a row with an 11th column, chunkSize, sets the chunk size through the acceltune plugin; NCCL's example\n"
+        "# tuner reads the first ten columns of such a row and leaves the chunk size to NCCL\n";
+  }
   int rows = 0;
   for (const auto& r : best.ranges) {
     bool any = false;
@@ -164,10 +133,17 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
       continue;
     }
     out += fmt::format("{},{},{},{},{},{},{},{},-1,-1{}\n", collective, r.min_bytes, r.max_bytes, cells[0], cells[1],
-                       cells[2], nodes, ranks, col.chunk.empty() ? "" : "," + cells[3]);
+                       cells[2], nodes, ranks, cells[3] == "-1" ? "" : "," + cells[3]);
     ++rows;
   }
   if (rows == 0) out += "# no range gains over the library default; the table leaves every choice to NCCL\n";
+  const nccl_table::ParseResult check = nccl_table::parse_table(out);
+  if (!check.error.empty()) {
+    return input_error(
+        "space {}: the tuner plugin would refuse this nccl-tuner table ({} of the export); a chosen config holds a "
+        "value NCCL cannot take: give the space's params values NCCL can",
+        best.space, check.error);
+  }
   return out;
 }
 

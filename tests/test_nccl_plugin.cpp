@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "results/nccl_tuner_table.hpp"
 #include "tests/helpers.hpp"
 #include "tools/nccl-plugin/nccl_tuner_abi.h"
 #include "tuner/best.hpp"
@@ -170,14 +171,16 @@ class Plugin {
     return ch;
   }
 
-  // The chunk size after getChunkSize (v6 and v7), starting from NCCL's `computed`.
-  size_t chunk(int coll, size_t bytes, int algorithm, int protocol, size_t computed) {
+  // The chunk size after getChunkSize (v6 and v7), starting from NCCL's `computed`. NCCL asks
+  // once per channel slice: `bytes` is the slice's, and nChannels 1, except for CollNet.
+  size_t chunk(int coll, size_t bytes, int algorithm, int protocol, size_t computed, int channels = 1) {
     size_t c = computed;
     const auto hook = version_ >= 7 ? static_cast<const acc_ncclTuner_v7_t*>(sym_)->getChunkSize
                                     : static_cast<const acc_ncclTuner_v6_t*>(sym_)->getChunkSize;
     EXPECT_NE(hook, nullptr);
     if (hook) {
-      EXPECT_EQ(hook(context_, static_cast<acc_ncclFunc_t>(coll), bytes, algorithm, protocol, 8, &c), acc_ncclSuccess);
+      EXPECT_EQ(hook(context_, static_cast<acc_ncclFunc_t>(coll), bytes, algorithm, protocol, channels, &c),
+                acc_ncclSuccess);
     }
     return c;
   }
@@ -245,7 +248,7 @@ TEST(NcclPlugin, ExportsEveryInterfaceVersion) {
   EXPECT_NE(v7->getChunkSize, nullptr);
   // Nothing of the implementation leaks into NCCL's namespace.
   EXPECT_EQ(
-      dlsym(lib, "_ZN9acceltune11nccl_plugin11parse_tableERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),
+      dlsym(lib, "_ZN9acceltune10nccl_table11parse_tableERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEm"),
       nullptr);
   dlclose(lib);
 }
@@ -335,6 +338,18 @@ TEST_P(EveryVersion, ABadTableIsReportedOnceAndChangesNothing) {
       {"alltoall,0,100,ring,ll,4,-1,-1\n", "unknown collective 'alltoall'"},
       {"allreduce,100,0,ring,ll,4,-1,-1\n", "min_bytes is larger"},
       {"allreduce,0,100,ring,ll,4,4,-1\n", "none of its 1 rows is for 1 nodes"},
+      // NCCL indexes 64-entry arrays with the channel count.
+      {"allreduce,0,100,ring,ll,65,-1,-1\n", "line 1: channels '65' is not -1 or 1 to 64"},
+      {"# a\n# b\nallreduce,0,100,ring,ll,16777216,-1,-1\n", "line 3: channels '16777216'"},
+      {"allreduce,0,100,ring,ll,0,-1,-1\n", "channels '0'"},
+      {"allreduce,0,100,ring,ll,4,-1,-1,-1,2\n", "regBuff '2'"},
+      {"allreduce,0,100,ring,ll,4,-1,-1,0\n", "numPipeOps '0'"},
+      // A chunk below the named protocol's grain.
+      {"allreduce,0,100,ring,simple,4,-1,-1,-1,-1,100\n", "chunkSize '100' is not -1 or a byte count from 512"},
+      {"allreduce,0,100,ring,ll128,4,-1,-1,-1,-1,1919\n", "from 1920"},
+      {"allreduce,0,100,ring,-1,4,-1,-1,-1,-1,8\n", "from 16"},
+      // Every field out of range: the first is named.
+      {"allreduce,7,99999999999999999999999,warp,ll256,100000,-7,0,0,7,3\n", "line 1: max_bytes"},
       {std::string("\x7f"
                    "ELF\x02\x01\x01",
                    7) +
@@ -413,6 +428,103 @@ TEST_P(EveryVersion, AFifoOrDirectoryTableIsRefusedAtOnce) {
   unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
 }
 
+// Runs `body` in a child process, so a plugin that blocks, crashes or exhausts memory fails the
+// test instead of taking the suite with it: the child's exit code, -1 when it ran past `seconds`.
+template <class Body>
+int in_child(double seconds, Body body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body() ? 0 : 1);
+  const int code = test::wait_exit(pid, seconds);
+  if (code < 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  return code;
+}
+
+// A table no exporter would write: the plugin says so once, NCCL's choice stands and the job
+// goes on, however the table is hostile.
+TEST(NcclPlugin, HostileTablesAreReportedOnceAndLeaveNcclsChoice) {
+  std::string many, nested;
+  for (int i = 0; i < 100000; ++i) many += fmt::format("allreduce,{},{},ring,ll,4,-1,-1\n", i * 10, i * 10 + 9);
+  // Ranges nested inside each other: an index of every (segment, row) pair grows as rows squared.
+  for (int i = 0; i < 10000; ++i) nested += fmt::format("allreduce,{},{},ring,ll,4,-1,-1\n", i, 20000 - i);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {many, "line 10001: more than 10000 rows"},
+      {nested, "overlap too much to index"},
+      {"allreduce,7,99999999999999999999999,warp,ll256,100000,-7,0,0,7,3\n", "line 1: max_bytes"},
+      {std::string(1 << 20, ','), "line 1: expected 8 to 11"},
+  };
+  for (const auto& [text, message] : cases) {
+    TableFile table(text);
+    for (int v : {2, 7}) {
+      const int code = in_child(30.0, [&, v = v] {
+        g_log.clear();
+        Plugin p(v, 8, 1);
+        Costs c;
+        const Costs before = c;
+        const bool unchanged = p.ready() && p.decide(kAllReduce, 15, c) == Choice{} && c == before;
+        const bool said_once = warnings() == 1 && g_log.back().second.find(message) != std::string::npos;
+        if (!said_once) std::fprintf(stderr, "log: %s\n", g_log.empty() ? "(empty)" : g_log.back().second.c_str());
+        return unchanged && said_once;
+      });
+      EXPECT_EQ(code, 0) << "v" << v << ", " << message << (code < 0 ? ": init did not finish" : "");
+    }
+  }
+}
+
+// A table the job's user cannot read (root reads anything, so the child gives up root first).
+TEST(NcclPlugin, AnUnreadableTableIsReportedOnce) {
+  TableFile table("allreduce,0,100,ring,ll,4,-1,-1\n");
+  ASSERT_EQ(::chmod(table.path().c_str(), 0), 0);
+  ASSERT_EQ(::chmod(std::filesystem::path(table.path()).parent_path().c_str(), 0755), 0);
+  const int code = in_child(10.0, [&] {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return false;
+    g_log.clear();
+    Plugin p(7, 8, 1);
+    Costs c;
+    return p.ready() && p.decide(kAllReduce, 10, c) == Choice{} && warnings() == 1 &&
+           g_log.back().second.find("cannot be read (Permission denied)") != std::string::npos;
+  });
+  EXPECT_EQ(code, 0);
+}
+
+// The table is read at init: replacing the file while the job runs changes only the
+// communicators created after, and a bad replacement is reported by them alone.
+TEST_P(EveryVersion, ATableReplacedWhileTheJobRunsChangesOnlyNewCommunicators) {
+  TableFile table("allreduce,0,1000,ring,ll,4,-1,-1\n");
+  Plugin first(GetParam(), 8, 1);
+  ASSERT_TRUE(first.ready()) << first.why();
+  // Replaced by rename, as an editor or a new export does.
+  test::write_file(table.path() + ".new", "allreduce,0,1000,tree,simple,2,-1,-1\n");
+  std::filesystem::rename(table.path() + ".new", table.path());
+  Plugin second(GetParam(), 8, 1);
+  ASSERT_TRUE(second.ready()) << second.why();
+  // Rewritten in place with something that is not a table.
+  test::write_file(table.path(), "garbage\n");
+  g_log.clear();
+  Plugin third(GetParam(), 8, 1);
+  ASSERT_TRUE(third.ready()) << third.why();
+  EXPECT_EQ(warnings(), 1);
+  for (int i = 0; i < 3; ++i) {
+    Costs a, b, c;
+    EXPECT_EQ(first.decide(kAllReduce, 500, a), (Choice{kRing, kLL, 4}));
+    EXPECT_EQ(second.decide(kAllReduce, 500, b), (Choice{kTree, kSimple, 2}));
+    EXPECT_EQ(third.decide(kAllReduce, 500, c), (Choice{}));
+  }
+  EXPECT_EQ(warnings(), 1);
+}
+
+TEST_P(EveryVersion, SixtyFourChannelsIsTheMost) {
+  TableFile table("allreduce,0,100,ring,ll,64,-1,-1\n");
+  Plugin p(GetParam(), 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 10, c), (Choice{kRing, kLL, 64}));
+  EXPECT_EQ(warnings(), 0);
+}
+
 TEST_P(EveryVersion, ReadsTheExampleTunersVariable) {
   test::TempDir dir;
   test::write_file(dir / "nccl_tuner.conf", "allreduce,0,1000,tree,ll,7,-1,-1\n");
@@ -430,16 +542,112 @@ INSTANTIATE_TEST_SUITE_P(NcclPlugin, EveryVersion, ::testing::Values(2, 3, 4, 5,
 
 class ChunkSizeVersion : public ::testing::TestWithParam<int> {};
 
-TEST_P(ChunkSizeVersion, ChunkSizeFromTheTable) {
+// NCCL asks getCollInfo with the collective's size, then getChunkSize once per channel slice with
+// the slice's size and nChannels 1: the chunk follows what getCollInfo decided for the call.
+TEST_P(ChunkSizeVersion, ChunkSizeFollowsTheCollectivesDecision) {
   TableFile table(kTable);
   Plugin p(GetParam(), 8, 1);
   ASSERT_TRUE(p.ready()) << p.why();
-  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kRing, kSimple, 131072), 524288u);
-  EXPECT_EQ(p.chunk(kAllReduce, 1048576, kRing, kSimple, 131072), 524288u);
-  // Another pair than the row's, a row without a chunk size, or no row: NCCL's value stands.
-  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kTree, kSimple, 131072), 131072u);
-  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kLL, 131072), 131072u);
+  // An 8 MiB allreduce: ring/simple from the row from 1 MiB up, whose chunk is 512 KiB; its
+  // slices (1 MiB each, a 4 KiB tail) get that chunk, whatever rows their own sizes fall in.
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 8 << 20, c), (Choice{kRing, kSimple, 16}));
+  EXPECT_EQ(p.chunk(kAllReduce, 1 << 20, kRing, kSimple, 131072), 524288u);
+  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kSimple, 131072), 524288u);
+  EXPECT_EQ(p.chunk(kAllReduce, 100, kRing, kSimple, 131072), 524288u);
+  // A pair other than the one the row named (NCCL settled elsewhere): NCCL's chunk.
+  EXPECT_EQ(p.chunk(kAllReduce, 1 << 20, kTree, kSimple, 131072), 131072u);
+  // A 4 KiB allreduce decided by a row without a chunk: NCCL's chunk, even for a slice size that
+  // the chunk row's range covers and the pair the chunk row names.
+  Costs c2;
+  EXPECT_EQ(p.decide(kAllReduce, 4096, c2), (Choice{kRing, kLL, 4}));
+  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kRing, kSimple, 131072), 131072u);
+  EXPECT_EQ(p.chunk(kAllReduce, 2 << 20, kRing, kLL, 131072), 131072u);
+  // A collective no row covers, and a chunk asked with no decision at all: NCCL's.
+  Costs c3;
+  EXPECT_EQ(p.decide(kAllGather, 1 << 30, c3), (Choice{}));
   EXPECT_EQ(p.chunk(kAllGather, 1 << 30, kRing, kSimple, 131072), 131072u);
+  Plugin fresh(GetParam(), 8, 1);
+  EXPECT_EQ(fresh.chunk(kAllReduce, 2 << 20, kRing, kSimple, 131072), 131072u);
+  // CollNet asks once with the whole size and its channel count: the same rule.
+  Costs c4;
+  EXPECT_EQ(p.decide(kAllReduce, 4 << 20, c4), (Choice{kRing, kSimple, 16}));
+  EXPECT_EQ(p.chunk(kAllReduce, 4 << 20, kRing, kSimple, 131072, 16), 524288u);
+}
+
+// The numPipeOps and regBuff columns pick the chunk row as they pick the pair.
+TEST_P(ChunkSizeVersion, ChunkRowsHonourPipeOpsAndRegisteredBuffers) {
+  TableFile table(
+      "allreduce,0,18446744073709551615,ring,simple,-1,-1,-1,2,-1,1048576\n"
+      "allreduce,0,18446744073709551615,ring,simple,-1,-1,-1,-1,1,262144\n"
+      "allreduce,0,18446744073709551615,ring,simple,-1,-1,-1,-1,-1,65536\n");
+  Plugin p(GetParam(), 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  ASSERT_EQ(warnings(), 0) << (g_log.empty() ? "" : g_log.back().second);
+  const struct {
+    int pipe_ops, reg_buff;
+    size_t chunk;
+  } cases[] = {{2, 0, 1048576}, {1, 1, 262144}, {1, 0, 65536}, {2, 1, 1048576}};
+  for (const auto& k : cases) {
+    Costs c;
+    EXPECT_EQ(p.decide(kAllReduce, 1 << 20, c, k.pipe_ops, k.reg_buff), (Choice{kRing, kSimple, 0}));
+    EXPECT_EQ(p.chunk(kAllReduce, 65536, kRing, kSimple, 131072), k.chunk)
+        << "numPipeOps " << k.pipe_ops << ", regBuff " << k.reg_buff;
+  }
+}
+
+// NCCL decides every collective of a group before it asks for any chunk. Where the group decided
+// two chunks for one pair, or left a pair to NCCL that a row tuned, no chunk can be told apart:
+// NCCL's stands. The next group is decided afresh.
+TEST_P(ChunkSizeVersion, AGroupWithTwoChunksForOnePairGetsNcclsOwn) {
+  TableFile table(
+      "allreduce,0,65535,ring,simple,-1,-1,-1,-1,-1,65536\n"
+      "allreduce,65536,18446744073709551615,ring,simple,-1,-1,-1,-1,-1,524288\n"
+      "allgather,65536,18446744073709551615,ring,simple,-1,-1,-1,-1,-1,262144\n");
+  Plugin p(GetParam(), 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs a, b;
+  EXPECT_EQ(p.decide(kAllReduce, 32768, a), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.decide(kAllReduce, 1 << 20, b), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.chunk(kAllReduce, 16384, kRing, kSimple, 131072), 131072u);
+  EXPECT_EQ(p.chunk(kAllReduce, 262144, kRing, kSimple, 131072), 131072u);
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 1 << 20, c), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.chunk(kAllReduce, 16384, kRing, kSimple, 131072), 524288u);
+  // An allgather NCCL chose itself beside one the table tuned, in one group.
+  Costs d, e;
+  EXPECT_EQ(p.decide(kAllGather, 1024, d), (Choice{}));
+  EXPECT_EQ(p.decide(kAllGather, 1 << 20, e), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.chunk(kAllGather, 65536, kRing, kSimple, 131072), 131072u);
+  // Collectives of different kinds in one group do not disturb each other.
+  Costs f, g;
+  EXPECT_EQ(p.decide(kAllGather, 1 << 20, f), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.decide(kAllReduce, 1024, g), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.chunk(kAllGather, 65536, kRing, kSimple, 131072), 262144u);
+  EXPECT_EQ(p.chunk(kAllReduce, 1024, kRing, kSimple, 131072), 65536u);
+}
+
+// NCCL rounds a chunk down to the protocol's grain (16 B LL, 1920 B LL128, 512 B Simple) and
+// divides by the result: a chunk below the grain must never reach it.
+TEST_P(ChunkSizeVersion, AChunkBelowTheProtocolsGrainLeavesNcclsValue) {
+  TableFile table("allreduce,0,18446744073709551615,ring,-1,-1,-1,-1,-1,-1,1000\n");
+  Plugin p(GetParam(), 8, 1);
+  ASSERT_TRUE(p.ready()) << p.why();
+  ASSERT_EQ(warnings(), 0) << (g_log.empty() ? "" : g_log.back().second);
+  // Ring's cheapest protocol is LL here: 1000 B rounds down to 992.
+  Costs ll;
+  EXPECT_EQ(p.decide(kAllReduce, 4096, ll), (Choice{kRing, kLL, 0}));
+  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kLL, 131072), 992u);
+  // LL ruled out: LL128, whose grain (1920 B) is above 1000 B: NCCL's value.
+  Costs ll128;
+  ll128.c[kRing][kLL] = ACC_NCCL_ALGO_PROTO_IGNORE;
+  EXPECT_EQ(p.decide(kAllReduce, 4096, ll128), (Choice{kRing, kLL128, 0}));
+  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kLL128, 131072), 131072u);
+  // Simple: rounded down to 512.
+  Costs simple;
+  simple.c[kRing][kLL] = simple.c[kRing][kLL128] = ACC_NCCL_ALGO_PROTO_IGNORE;
+  EXPECT_EQ(p.decide(kAllReduce, 4096, simple), (Choice{kRing, kSimple, 0}));
+  EXPECT_EQ(p.chunk(kAllReduce, 4096, kRing, kSimple, 131072), 512u);
 }
 
 INSTANTIATE_TEST_SUITE_P(NcclPlugin, ChunkSizeVersion, ::testing::Values(6, 7),
@@ -447,7 +655,8 @@ INSTANTIATE_TEST_SUITE_P(NcclPlugin, ChunkSizeVersion, ::testing::Values(6, 7),
 
 // A study directory written through the project's own code: four sizes, three ranges, the last
 // one where the default won.
-void write_study(const std::filesystem::path& dir, const Json& small, const Json& mid, bool certified = true) {
+void write_study(const std::filesystem::path& dir, const Json& small, const Json& mid, bool certified = true,
+                 const Json& more_defaults = Json::object()) {
   BestTable b;
   b.space = "nccl-allreduce";
   b.kernel = "nccl";
@@ -458,6 +667,7 @@ void write_study(const std::filesystem::path& dir, const Json& small, const Json
   b.certified = certified;
   b.env = {{"algo", "NCCL_ALGO"}, {"proto", "NCCL_PROTO"}, {"buffsize", "NCCL_BUFFSIZE"}};
   b.default_config = Json{{"algo", "auto"}, {"proto", "auto"}, {"channels", 0}, {"buffsize", 4194304}};
+  b.default_config.update(more_defaults);
   const std::vector<std::pair<uint64_t, Json>> chosen = {
       {4096, small}, {65536, small}, {1048576, mid}, {16777216, b.default_config}};
   for (const auto& [bytes, config] : chosen) {
@@ -559,6 +769,130 @@ TEST(NcclPlugin, ExportRefusesWhatNcclDoesNotName) {
   auto r2 = test::run_cli({"export", "study", "--format", "nccl-tuner"}, dir2.path());
   EXPECT_EQ(r2.exit_code, 2);
   EXPECT_NE(r2.err.find("'Fast'"), std::string::npos) << r2.err;
+}
+
+// A chunk size is acceltune's column: only the rows that tune one have eleven columns, and the
+// header says what NCCL's example tuner makes of them. The plugin applies the chunk it reads.
+TEST(NcclPlugin, ExportWritesTenColumnsUnlessAChunkWasTuned) {
+  test::TempDir dir;
+  write_study(dir / "study",
+              Json{{"algo", "Ring"}, {"proto", "Simple"}, {"channels", 4}, {"buffsize", 1}, {"chunk_size", 262144}},
+              Json{{"algo", "Tree"}, {"proto", "LL"}, {"channels", 8}, {"buffsize", 1}, {"chunk_size", "auto"}}, true,
+              Json{{"chunk_size", "auto"}});
+  auto r = test::run_cli({"export", "study", "--format", "nccl-tuner", "-o", "t.csv"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = test::read_file(dir / "t.csv");
+  EXPECT_NE(text.find("allreduce,0,1048575,ring,simple,4,1,8,-1,-1,262144\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("allreduce,1048576,16777215,tree,ll,8,1,8,-1,-1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# a row with an 11th column, chunkSize,"), std::string::npos) << text;
+  const auto parsed = nccl_table::parse_table(text);
+  ASSERT_EQ(parsed.error, "") << text;
+  ASSERT_EQ(parsed.rows.size(), 2u);
+  EXPECT_EQ(parsed.rows[0].columns, 11);
+  EXPECT_EQ(parsed.rows[1].columns, 10);
+
+  setenv("ACCELTUNE_NCCL_TUNER_TABLE", (dir / "t.csv").c_str(), 1);
+  Plugin p(7, 8, 1);
+  unsetenv("ACCELTUNE_NCCL_TUNER_TABLE");
+  ASSERT_TRUE(p.ready()) << p.why();
+  Costs c;
+  EXPECT_EQ(p.decide(kAllReduce, 65536, c), (Choice{kRing, kSimple, 4}));
+  EXPECT_EQ(p.chunk(kAllReduce, 8192, kRing, kSimple, 131072), 262144u);
+
+  // Without a tuned chunk no row has an eleventh column, and the header says nothing of one.
+  test::TempDir plain;
+  write_study(plain / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}},
+              Json{{"algo", "Tree"}, {"proto", "LL"}, {"channels", 8}, {"buffsize", 1}});
+  auto q = test::run_cli({"export", "study", "--format", "nccl-tuner"}, plain.path());
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out.find("chunkSize"), std::string::npos) << q.out;
+  for (const auto& row : nccl_table::parse_table(q.out).rows) EXPECT_EQ(row.columns, 10) << q.out;
+}
+
+// The export checks its table as the plugin will: a value NCCL cannot take is an error that
+// names it, and nothing is written.
+TEST(NcclPlugin, ExportRefusesATableThePluginWouldRefuse) {
+  test::TempDir dir;
+  write_study(dir / "study", Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 100}, {"buffsize", 1}},
+              Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}});
+  auto r = test::run_cli({"export", "study", "--format", "nccl-tuner", "-o", "t.csv"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("channels '100' is not -1 or 1 to 64"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tuner plugin would refuse"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.csv"));
+
+  test::TempDir small;
+  write_study(small / "study",
+              Json{{"algo", "Ring"}, {"proto", "LL128"}, {"channels", 4}, {"buffsize", 1}, {"chunk_size", 1024}},
+              Json{{"algo", "Ring"}, {"proto", "LL"}, {"channels", 4}, {"buffsize", 1}, {"chunk_size", 1024}}, true,
+              Json{{"chunk_size", "auto"}});
+  auto s = test::run_cli({"export", "study", "--format", "nccl-tuner"}, small.path());
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.err.find("chunkSize '1024' is not -1 or a byte count from 1920 (the ll128 grain)"), std::string::npos)
+      << s.err;
+}
+
+// The one reader every party uses: each rule, with the line it names.
+TEST(NcclTunerTable, EachRuleNamesTheLine) {
+  const auto ok = nccl_table::parse_table(
+      "# comment\n"
+      "collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks\n"
+      "\n"
+      "AllReduce , 0 , 100 , NVLSTree , Simple , 64 , 2 , 16 , 3 , 0 , 512\r\n"
+      "broadcast,0,18446744073709551615,-1,-1,-1,-1,-1\n");
+  ASSERT_EQ(ok.error, "");
+  ASSERT_EQ(ok.rows.size(), 2u);
+  const nccl_table::Row& r = ok.rows[0];
+  EXPECT_EQ(r.line, 4);
+  EXPECT_EQ(r.collective, kAllReduce);
+  EXPECT_EQ(r.algorithm, ACC_NCCL_ALGO_NVLS_TREE);
+  EXPECT_EQ(r.protocol, kSimple);
+  EXPECT_EQ(r.channels, 64);
+  EXPECT_EQ(r.nodes, 2);
+  EXPECT_EQ(r.ranks, 16);
+  EXPECT_EQ(r.pipe_ops, 3);
+  EXPECT_EQ(r.reg_buff, 0);
+  EXPECT_EQ(r.chunk_bytes, 512);
+  EXPECT_EQ(r.columns, 11);
+  EXPECT_EQ(ok.rows[1].max_bytes, UINT64_MAX);
+  EXPECT_EQ(ok.rows[1].columns, 8);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"allreduce,0,1\n", "expected 8 to 11 comma-separated fields"},
+      {"allreduce,0,1,ring,ll,1,1,1,1,1,512,9\n", "got more"},
+      {"alltoall,0,1,ring,ll,1,1,1\n", "unknown collective 'alltoall'"},
+      {"allreduce,-1,1,ring,ll,1,1,1\n", "min_bytes '-1'"},
+      {"allreduce,2,1,ring,ll,1,1,1\n", "min_bytes is larger than max_bytes"},
+      {"allreduce,0,1,butterfly,ll,1,1,1\n", "unknown algorithm 'butterfly'"},
+      {"allreduce,0,1,ring,ll64,1,1,1\n", "unknown protocol 'll64'"},
+      {"allreduce,0,1,ring,ll,65,1,1\n", "channels '65'"},
+      {"allreduce,0,1,ring,ll,-2,1,1\n", "channels '-2'"},
+      {"allreduce,0,1,ring,ll,1,0,1\n", "nNodes '0'"},
+      {"allreduce,0,1,ring,ll,1,1,x\n", "nRanks 'x'"},
+      {"allreduce,0,1,ring,ll,1,1,1,0\n", "numPipeOps '0'"},
+      {"allreduce,0,1,ring,ll,1,1,1,1,2\n", "regBuff '2'"},
+      {"allreduce,0,1,ring,ll,1,1,1,1,1,15\n", "chunkSize '15' is not -1 or a byte count from 16 (the ll grain)"},
+      {"allreduce,0,1,ring,simple,1,1,1,1,1,511\n", "from 512 (the simple grain)"},
+      {"allreduce,0,1,ring,simple,1,1,1,1,1,4294967296\n", "chunkSize '4294967296'"},
+      {"allreduce,0,1,ring,ll,1,1,1,1,1,0\n", "chunkSize '0'"},
+  };
+  for (const auto& [text, message] : bad) {
+    const auto r2 = nccl_table::parse_table("# first\n" + text);
+    EXPECT_TRUE(r2.rows.empty()) << text;
+    EXPECT_EQ(r2.error.rfind("line 2: ", 0), 0u) << r2.error;
+    EXPECT_NE(r2.error.find(message), std::string::npos) << r2.error;
+  }
+  // Reading stops at the first row past the limit.
+  std::string rows;
+  for (int i = 0; i < 5; ++i) rows += "allreduce,0,1,ring,ll,1,1,1\n";
+  EXPECT_EQ(nccl_table::parse_table(rows, 5).error, "");
+  EXPECT_EQ(nccl_table::parse_table(rows + "garbage\n", 5).error, "line 6: more than 5 rows; a table this long is not a tuning table");
+  // The grain arithmetic NCCL applies.
+  EXPECT_EQ(nccl_table::usable_chunk(1000, kLL), 992);
+  EXPECT_EQ(nccl_table::usable_chunk(1000, kLL128), 0);
+  EXPECT_EQ(nccl_table::usable_chunk(3900, kLL128), 3840);
+  EXPECT_EQ(nccl_table::usable_chunk(1000, kSimple), 512);
+  EXPECT_EQ(nccl_table::usable_chunk(511, kSimple), 0);
 }
 
 TEST(NcclPlugin, ReplayStudyExportsAndLoads) {

@@ -1,6 +1,8 @@
 // Per-call decision cost of the NCCL tuner plugin with a 100-row table, called through the
 // dlopen()ed interface as NCCL calls it: a size inside a row (hit) and a size no row covers
-// (miss), for the cost-table interface (v5) and the chunk-size hook, through the newest interface (v7).
+// (miss), for the cost-table interface and the chunk-size hook, through the newest interface
+// (v7). NCCL asks for chunks after getCollInfo decided the collective, once per channel slice;
+// so does the chunk benchmark, and the pair benchmark times one decision with two slices.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -57,6 +59,19 @@ Loaded& loaded() {
   return l;
 }
 
+// One getCollInfo as NCCL makes it; the cost table is refilled first.
+void decide(Loaded& l, size_t bytes, float (&costs)[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS]) {
+  for (auto& row : costs) {
+    for (float& c : row) c = 10.0f;
+  }
+  costs[ACC_NCCL_ALGO_NVLS][ACC_NCCL_PROTO_SIMPLE] = ACC_NCCL_ALGO_PROTO_IGNORE;
+  benchmark::ClobberMemory();
+  int channels = 0;
+  l.v7->getCollInfo(l.context, acc_ncclFuncAllReduce, bytes, 1, reinterpret_cast<float**>(costs),
+                    ACC_NCCL_NUM_ALGORITHMS, ACC_NCCL_NUM_PROTOCOLS, 0, &channels);
+  benchmark::DoNotOptimize(channels);
+}
+
 void coll_info(benchmark::State& state, size_t bytes) {
   Loaded& l = loaded();
   if (!l.v7 || !l.context) {
@@ -65,15 +80,7 @@ void coll_info(benchmark::State& state, size_t bytes) {
   }
   float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
   for (auto _ : state) {
-    for (auto& row : costs) {
-      for (float& c : row) c = 10.0f;
-    }
-    costs[ACC_NCCL_ALGO_NVLS][ACC_NCCL_PROTO_SIMPLE] = ACC_NCCL_ALGO_PROTO_IGNORE;
-    benchmark::ClobberMemory();
-    int channels = 0;
-    l.v7->getCollInfo(l.context, acc_ncclFuncAllReduce, bytes, 1, reinterpret_cast<float**>(costs),
-                      ACC_NCCL_NUM_ALGORITHMS, ACC_NCCL_NUM_PROTOCOLS, 0, &channels);
-    benchmark::DoNotOptimize(channels);
+    decide(l, bytes, costs);
     benchmark::DoNotOptimize(costs);
   }
 }
@@ -91,16 +98,38 @@ void reset_only(benchmark::State& state) {
   }
 }
 
+// getChunkSize for the slices of a collective getCollInfo decided at `bytes` (ring/LL128 there).
 void chunk_size(benchmark::State& state, size_t bytes) {
   Loaded& l = loaded();
   if (!l.v7 || !l.context) {
     state.SkipWithError("the plugin did not load");
     return;
   }
+  float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
+  decide(l, bytes, costs);
   for (auto _ : state) {
     size_t chunk = 131072;
-    l.v7->getChunkSize(l.context, acc_ncclFuncAllReduce, bytes, ACC_NCCL_ALGO_RING, ACC_NCCL_PROTO_LL128, 8, &chunk);
+    l.v7->getChunkSize(l.context, acc_ncclFuncAllReduce, 65536, ACC_NCCL_ALGO_RING, ACC_NCCL_PROTO_LL128, 1, &chunk);
     benchmark::DoNotOptimize(chunk);
+  }
+}
+
+// One collective as NCCL asks about it: getCollInfo, then getChunkSize for two channel slices.
+void collective(benchmark::State& state, size_t bytes) {
+  Loaded& l = loaded();
+  if (!l.v7 || !l.context) {
+    state.SkipWithError("the plugin did not load");
+    return;
+  }
+  float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
+  for (auto _ : state) {
+    decide(l, bytes, costs);
+    benchmark::DoNotOptimize(costs);
+    for (size_t slice : {65536ul, 4096ul}) {
+      size_t chunk = 131072;
+      l.v7->getChunkSize(l.context, acc_ncclFuncAllReduce, slice, ACC_NCCL_ALGO_RING, ACC_NCCL_PROTO_LL128, 1, &chunk);
+      benchmark::DoNotOptimize(chunk);
+    }
   }
 }
 
@@ -109,7 +138,9 @@ void chunk_size(benchmark::State& state, size_t bytes) {
 BENCHMARK_CAPTURE(coll_info, hit, 19ul * 131072ul + 1000ul);    // the last allreduce row
 BENCHMARK_CAPTURE(coll_info, miss, 19ul * 131072ul + 70000ul);  // in the gap after it
 BENCHMARK(reset_only);
-BENCHMARK_CAPTURE(chunk_size, hit, 18ul * 131072ul + 1000ul);
-BENCHMARK_CAPTURE(chunk_size, miss, 100ul * 131072ul);
+BENCHMARK_CAPTURE(chunk_size, hit, 18ul * 131072ul + 1000ul);  // ring/LL128 with a chunk
+BENCHMARK_CAPTURE(chunk_size, miss, 100ul * 131072ul);          // NCCL decided: its own chunk
+BENCHMARK_CAPTURE(collective, hit, 18ul * 131072ul + 1000ul);
+BENCHMARK_CAPTURE(collective, miss, 100ul * 131072ul);
 
 BENCHMARK_MAIN();

@@ -8,37 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "tools/nccl-plugin/nccl_tuner_abi.h"
+#include "results/nccl_tuner_table.hpp"
 
 namespace acceltune::nccl_plugin {
 
-inline constexpr int kAny = -1;  // the table's wildcard
-
-struct Row {
-  int collective = 0;  // acc_ncclFunc_t
-  uint64_t min_bytes = 0, max_bytes = 0;
-  int algorithm = kAny, protocol = kAny, channels = kAny, nodes = kAny, ranks = kAny;
-  int pipe_ops = kAny, reg_buff = kAny;
-  int64_t chunk_bytes = kAny;
-  int line = 0;  // in the file, for messages
-};
-
-// Parses the whole text; the first bad line makes the table unusable (an error naming the line),
-// since half a table would silently tune some sizes and not others.
-struct ParseResult {
-  std::vector<Row> rows;
-  std::string error;  // empty when every line parsed
-};
-ParseResult parse_table(const std::string& text);
-
-// NCCL's numbering of a name from the table or from NCCL_ALGO / NCCL_PROTO ("ring", "Ring",
-// "nvls_tree", "NVLSTree", "ll128", "Simple"); -1 when NCCL names no such thing, kAny for "-1".
-int algorithm_of(const std::string& name);
-int protocol_of(const std::string& name);
-int collective_of(const std::string& name);
-const char* algorithm_name(int algorithm);  // the table's spelling: "ring", "nvls_tree"
-const char* protocol_name(int protocol);
-const char* collective_name(int collective);
+using nccl_table::kAny;
+using nccl_table::Row;
 
 // The rows that apply to one communicator (its node and rank counts), grouped per collective
 // and cut into byte segments that every row either covers whole or not at all. A lookup is a
@@ -46,7 +21,9 @@ const char* collective_name(int collective);
 // row of the file wins, as in NCCL's example tuner.
 class Table {
  public:
-  void build(const std::vector<Row>& rows, size_t nodes, size_t ranks);
+  // False (and an empty table) when the rows overlap so much that the per-segment lists would
+  // pass `max_entries`: a table of nested ranges grows as rows squared.
+  bool build(const std::vector<Row>& rows, size_t nodes, size_t ranks, size_t max_entries);
   size_t size() const { return rows_.size(); }
 
   // The candidate rows for this size, in file order: [*begin, *end) indexes rows().
@@ -72,7 +49,7 @@ class Table {
   const Row& row(uint32_t i) const noexcept { return rows_[i]; }
 
  private:
-  static constexpr int kCollectives = 5;  // the collectives NCCL asks a tuner about
+  static constexpr int kCollectives = nccl_table::kCollectives;  // the collectives NCCL asks a tuner about
   struct Bucket {
     std::vector<uint64_t> starts;   // segment starts, ascending, starts[0] == 0
     std::vector<uint32_t> offsets;  // segment k's rows are members[offsets[k] .. offsets[k+1])
