@@ -59,6 +59,14 @@ Loaded& loaded() {
   return l;
 }
 
+// The loaded plugin, or null with the benchmark marked skipped.
+Loaded* ready(benchmark::State& state) {
+  Loaded& l = loaded();
+  if (l.v7 && l.context) return &l;
+  state.SkipWithError("the plugin did not load");
+  return nullptr;
+}
+
 // One getCollInfo as NCCL makes it; the cost table is refilled first.
 void decide(Loaded& l, size_t bytes, float (&costs)[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS]) {
   for (auto& row : costs) {
@@ -73,11 +81,9 @@ void decide(Loaded& l, size_t bytes, float (&costs)[ACC_NCCL_NUM_ALGORITHMS][ACC
 }
 
 void coll_info(benchmark::State& state, size_t bytes) {
-  Loaded& l = loaded();
-  if (!l.v7 || !l.context) {
-    state.SkipWithError("the plugin did not load");
-    return;
-  }
+  Loaded* lp = ready(state);
+  if (!lp) return;
+  Loaded& l = *lp;
   float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
   for (auto _ : state) {
     decide(l, bytes, costs);
@@ -100,11 +106,9 @@ void reset_only(benchmark::State& state) {
 
 // getChunkSize for the slices of a collective getCollInfo decided at `bytes` (ring/LL128 there).
 void chunk_size(benchmark::State& state, size_t bytes) {
-  Loaded& l = loaded();
-  if (!l.v7 || !l.context) {
-    state.SkipWithError("the plugin did not load");
-    return;
-  }
+  Loaded* lp = ready(state);
+  if (!lp) return;
+  Loaded& l = *lp;
   float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
   decide(l, bytes, costs);
   for (auto _ : state) {
@@ -116,11 +120,9 @@ void chunk_size(benchmark::State& state, size_t bytes) {
 
 // One collective as NCCL asks about it: getCollInfo, then getChunkSize for two channel slices.
 void collective(benchmark::State& state, size_t bytes) {
-  Loaded& l = loaded();
-  if (!l.v7 || !l.context) {
-    state.SkipWithError("the plugin did not load");
-    return;
-  }
+  Loaded* lp = ready(state);
+  if (!lp) return;
+  Loaded& l = *lp;
   float costs[ACC_NCCL_NUM_ALGORITHMS][ACC_NCCL_NUM_PROTOCOLS];
   for (auto _ : state) {
     decide(l, bytes, costs);
