@@ -57,6 +57,17 @@ Expected<std::unique_ptr<Child>> Child::start(const std::vector<std::string>& ar
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  // dup2 onto the same number would keep close-on-exec; a copy elsewhere crosses either way.
+  std::vector<int> copies;
+  for (const auto& [here, there] : options.pass_fds) {
+    int from = here;
+    if (here == there) {
+      from = ::fcntl(here, F_DUPFD_CLOEXEC, 3);
+      if (from < 0) from = here;
+      else copies.push_back(from);
+    }
+    posix_spawn_file_actions_adddup2(&fa, from, there);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   if (options.own_group) {
@@ -73,6 +84,7 @@ Expected<std::unique_ptr<Child>> Child::start(const std::vector<std::string>& ar
   const int rc = ::posix_spawn(&pid, args[0].c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  for (int fd : copies) ::close(fd);
   ::close(out[1]);
   ::close(err[1]);
   if (rc != 0) {

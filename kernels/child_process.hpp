@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tuner/expected.hpp"
@@ -32,6 +33,10 @@ struct ChildOptions {
   // After the program exits, stop reading this long later even if a pipe is still open (an
   // orphaned child holding it); negative: read to the end.
   double linger_after_exit_seconds = -1;
+  // Descriptors the program gets besides its streams: {descriptor here, number there}, e.g. its
+  // end of a socket pair. Only these cross: the rest are close-on-exec, so a program started
+  // meanwhile from another thread does not hold them open.
+  std::vector<std::pair<int, int>> pass_fds = {};
 };
 
 class Child {

@@ -14,8 +14,7 @@
 // the guardian removes it after the sweep, so a killed command leaves no files behind either.
 //
 // Processes forked without exec keep the environment they were started with, so they do not
-// carry the mark; the kernels that fork (the UCX and verbs far ends) give those a parent-death
-// signal instead.
+// carry the mark; the kernel that forks (the UCX far end) gives it a parent-death signal instead.
 #pragma once
 
 #include <sys/types.h>
