@@ -323,8 +323,11 @@ class CudaCopy final : public Kernel {
     dst += s.dst_offset;
     // The destination is cleared so the check after timing proves this config copied.
     if (dst_.where == Memory::Where::device) {
+      // On the destination's own device, and finished there before the copies start: the copies
+      // run on this device's streams, which nothing orders after the peer's memset.
       ACCELTUNE_CUDA(cudaSetDevice(dst_.ordinal));
       ACCELTUNE_CUDA(cudaMemset(dst_.ptr, 0, dst_.capacity));
+      ACCELTUNE_CUDA(cudaDeviceSynchronize());
       ACCELTUNE_CUDA(cudaSetDevice(device_));
     } else {
       std::memset(dst_.ptr, 0, dst_.capacity);
@@ -373,7 +376,15 @@ class CudaCopy final : public Kernel {
     }
     m.details["engine"] = s.sm ? "sm" : "copy";
     if (s.sm) m.details["vector_bytes"] = sm_copy_vector_bytes(dst, src, s.vector_bytes);
-    if (op_ == Op::peer) m.details["peer_access"] = peer_access_;
+    if (op_ == Op::peer) {
+      m.details["peer_access"] = peer_access_;
+      // Enabled from the copying GPU only: it addresses the peer's memory, not the reverse.
+      m.details["peer_access_is"] =
+          peer_access_ ? fmt::format("one way: GPU {} addresses GPU {}'s memory (the reverse is not enabled)", device_,
+                                     peer_device_)
+                       : fmt::format("none: GPUs {} and {} cannot address each other; the driver stages the copy",
+                                     device_, peer_device_);
+    }
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device_) == cudaSuccess) m.details["gpu"] = std::string(prop.name);
     return {};
