@@ -11,7 +11,13 @@
 // argv ("{ranks}", "{nodes}" and "{ranks_per_node}" are replaced), for example
 //   "launcher": ["mpirun", "-np", "{ranks}", "--map-by", "ppr:{ranks_per_node}:node", "--hostfile", "hosts"],
 // and "control_host" an address of this node the ranks can reach (its host name when absent). Each rank takes its rank and
-// GPU from the launcher's variables (OMPI_COMM_WORLD_RANK/LOCAL_RANK, PMI_RANK, SLURM_PROCID).
+// GPU from the launcher's variables (OMPI_COMM_WORLD_RANK/LOCAL_RANK, PMI_RANK, SLURM_PROCID): the GPU is its local
+// rank modulo the devices it sees. Every NCCL_* variable of the space's params is forwarded to the ranks (Open MPI's
+// -x, Hydra's -genvlist; srun exports the environment), since NCCL requires every rank to run with the same.
+//
+// The value: busbw from the mean of the ranks' times, as nccl-tests reports by default; the space field
+// "rank_time": "slowest" takes the slowest rank instead. Both are in the details.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <signal.h>
@@ -25,6 +31,7 @@
 
 #include "kernels/nccl_common.hpp"
 #include "kernels/nccl_control.hpp"
+#include "kernels/child_process.hpp"
 #include "kernels/timed_external.hpp"
 #include "tuner/binary.hpp"
 #include "tuner/kernel.hpp"
@@ -39,6 +46,22 @@ const std::vector<std::string>& native_names() {
                                              "cga_cluster_size", "nvls_ctas", "cta_policy",
                                              "channels_per_net_peer"};
   return n;
+}
+
+// The launcher's family, from what it prints for --version (cached: one launcher per space).
+LauncherKind launcher_kind(const std::string& launcher) {
+  static std::string asked;
+  static LauncherKind kind = LauncherKind::other;
+  if (asked == launcher) return kind;
+  asked = launcher;
+  kind = LauncherKind::other;
+  const auto path = find_on_path(launcher);
+  if (!path) return kind;
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  auto r = Child::run({*path, "--version"}, env, 10.0);
+  if (r) kind = nccl_launcher_kind(r->out + r->err);
+  return kind;
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -92,9 +115,53 @@ struct Session {
   }
 };
 
+// cuDeviceGetAttribute through the runtime's driver entry point: the driver library is not
+// linked, so the binary still starts on machines without one.
+using DeviceAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+
+DeviceAttribute device_attribute() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<DeviceAttribute>(fn);
+}
+
+// What the GPUs the ranks of this node use can run: multicast only where every one has it,
+// the oldest one's compute capability.
+NcclHardware hardware(int devices) {
+  NcclHardware hw;
+  hw.multicast = devices > 0;
+  hw.compute_major = 1 << 20;
+  const DeviceAttribute attr = device_attribute();
+  for (int d = 0; d < devices; ++d) {
+    int major = 0, multicast = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d);
+    hw.compute_major = std::min(hw.compute_major, major);
+    if (!attr || attr(&multicast, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, d) != CUDA_SUCCESS) multicast = 0;
+    hw.multicast = hw.multicast && multicast != 0;
+  }
+  if (devices <= 0) hw.compute_major = 0;
+  cudaGetLastError();
+  return hw;
+}
+
 class Nccl final : public Kernel {
  public:
   std::vector<std::string> native_params() const override { return native_names(); }
+
+  // One rank: from the space's "ranks" before attach, from the GPUs counted after it.
+  std::string nothing_to_tune(const Space& space) const override {
+    const Json& x = space.extra();
+    if (attached_) return nccl_nothing_to_tune(ranks_);
+    if (x.contains("ranks") && x["ranks"].is_number_integer()) {
+      return nccl_nothing_to_tune(static_cast<int>(x["ranks"].get<int64_t>()));
+    }
+    return "";
+  }
 
   Status attach(Space& space) override {
     auto op = nccl_op_from_string(space.operation());
@@ -152,28 +219,37 @@ class Nccl final : public Kernel {
         }
       }
     }
+    if (x.contains("gpus_per_node") && !(x["gpus_per_node"].is_number_integer() && x["gpus_per_node"].get<int64_t>() >= 1)) {
+      return input_error("{}: field 'gpus_per_node' must be a positive integer", space.source());
+    }
+    if (x.contains("rank_time")) {
+      const auto rt = x["rank_time"].is_string() ? nccl_rank_time_from_string(x["rank_time"].get<std::string>())
+                                                 : std::nullopt;
+      if (!rt) {
+        return input_error("{}: field 'rank_time' must be \"mean\" (the mean of the ranks' times, nccl-tests' "
+                           "default) or \"slowest\"", space.source());
+      }
+      rank_time_ = *rt;
+    }
     // The GPU is asked last: input errors come first, and this is the one cheap CUDA query.
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
       cudaGetLastError();
       return runtime_error("kernel 'nccl' needs a CUDA GPU; none found");
     }
-    ranks_ = x.contains("ranks") && x["ranks"].is_number_integer() ? static_cast<int>(x["ranks"].get<int64_t>())
-                                                                    : gpus * nodes_;
+    std::string why;
+    ranks_ = nccl_rank_count(x, gpus, &why);
+    if (ranks_ <= 0) return input_error("{}: {}", space.source(), why);
     if (nodes_ == 1 && ranks_ > gpus) {
       return runtime_error("{}: {} ranks on one node need {} GPUs (NCCL runs one rank per GPU); this node has {}",
                            space.source(), ranks_, ranks_, gpus);
     }
-    NcclHardware hw;
-    int multicast = 0;
-    // The runtime has no name for it; its attribute numbers are the driver's, where it is
-    // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED.
-    cudaDeviceGetAttribute(&multicast, static_cast<cudaDeviceAttr>(132), 0);
-    hw.multicast = multicast != 0 && ranks_ > 1;
-    cudaDeviceGetAttribute(&hw.compute_major, cudaDevAttrComputeCapabilityMajor, 0);
+    NcclHardware hw = hardware(std::min(gpus, (ranks_ + nodes_ - 1) / nodes_));
+    hw.nodes = nodes_;
+    hw.ranks_per_node = (ranks_ + nodes_ - 1) / nodes_;
     const char* collnet = std::getenv("NCCL_COLLNET_ENABLE");
     hw.collnet = collnet && std::string(collnet) == "1";
-    cudaGetLastError();
+    hw.multicast = hw.multicast && ranks_ > 1;
     if (algo_param_ || proto_param_) {
       const NcclOp o = op_;
       const auto ap = algo_param_, pp = proto_param_;
@@ -188,6 +264,7 @@ class Nccl final : public Kernel {
           },
           "the algorithms and protocols this GPU can run");
     }
+    attached_ = true;
     return {};
   }
 
@@ -271,6 +348,17 @@ class Nccl final : public Kernel {
         t = replace_all(t, "{ranks_per_node}", std::to_string(per_node));
         argv.push_back(t);
       }
+      // Every rank must run with the variables this trial set (NCCL requires equal NCCL_ALGO,
+      // NCCL_PROTO, ... on all ranks): forwarded in the launcher's own way.
+      std::vector<std::string> names;
+      for (const auto& p : space.params()) {
+        if (!p.env.empty() && std::getenv(p.env.c_str()) &&
+            std::find(names.begin(), names.end(), p.env) == names.end()) {
+          names.push_back(p.env);
+        }
+      }
+      const auto forward = nccl_forward_env_args(launcher_kind(argv[0]), names);
+      argv.insert(argv.begin() + 1, forward.begin(), forward.end());
       argv.push_back(exe);
       argv.push_back("__nccl-rank");
       argv.push_back(req.dump());
@@ -340,14 +428,25 @@ class Nccl final : public Kernel {
     Session& s = *session_;
     ACCELTUNE_TRY_ASSIGN(auto setup, s.all(Json{{"cmd", "setup"}, {"bytes", bytes}}, rank_timeout_seconds_));
     const uint64_t effective = setup.at(0).value("bytes", uint64_t{0});
+    // Each sample's ranks' times make one figure (the chosen one) and the other, kept per run
+    // for the details.
+    std::vector<double> other_per_run;
     auto sample = [&](int64_t runs) -> Expected<double> {
       ACCELTUNE_TRY_ASSIGN(auto replies, s.all(Json{{"cmd", "run"}, {"runs", runs}}, rank_timeout_seconds_ + 1));
-      double slowest = 0;
-      for (const auto& r : replies) slowest = std::max(slowest, r.value("seconds", 0.0));
-      return slowest;
+      std::vector<double> seconds;
+      for (const auto& r : replies) seconds.push_back(r.value("seconds", 0.0));
+      const RankTimes t = nccl_combine_rank_times(seconds);
+      const bool mean = rank_time_ == RankTime::mean;
+      other_per_run.push_back((mean ? t.slowest : t.mean) / static_cast<double>(runs));
+      return mean ? t.mean : t.slowest;
     };
     m = measure_external(effective, sample, settings);
     if (m.state == State::failed) return runtime_error("{}", m.error);
+    // The timed samples are the last ones taken; before them came the warm-up.
+    const size_t timed = std::min(m.samples_seconds.size(), other_per_run.size());
+    std::vector<double> other(other_per_run.end() - static_cast<std::ptrdiff_t>(timed), other_per_run.end());
+    std::sort(other.begin(), other.end());
+    const double other_seconds = other.empty() ? 0 : other[other.size() / 2];
     ACCELTUNE_TRY_ASSIGN(auto checks, s.all(Json{{"cmd", "check"}}, rank_timeout_seconds_ + 10));
     for (const auto& c : checks) {
       if (!c.value("valid", false)) {
@@ -360,9 +459,15 @@ class Nccl final : public Kernel {
     // that factor is 0, so algbw stands in.
     const double factor = nccl_busbw_factor(op_, ranks_);
     const double algbw = m.value;
+    const double other_algbw = other_seconds > 0 ? static_cast<double>(effective) / other_seconds / 1e9 : 0;
+    const bool mean = rank_time_ == RankTime::mean;
     m.details["algbw_gbps"] = algbw;
     m.details["busbw_gbps"] = algbw * factor;
     m.details["busbw_factor"] = factor;
+    m.details["rank_time"] = mean ? "mean" : "slowest";
+    m.details[mean ? "algbw_slowest_rank_gbps" : "algbw_mean_rank_gbps"] = other_algbw;
+    m.details[mean ? "busbw_slowest_rank_gbps" : "busbw_mean_rank_gbps"] = other_algbw * factor;
+    m.details["value_is"] = nccl_value_is(rank_time_, factor > 0);
     m.details["ranks"] = ranks_;
     m.details["bytes_effective"] = effective;
     m.details["nccl_version"] = s.nccl_version;
@@ -378,6 +483,8 @@ class Nccl final : public Kernel {
   }
 
   NcclOp op_ = NcclOp::allreduce;
+  bool attached_ = false;
+  RankTime rank_time_ = RankTime::mean;
   int ranks_ = 1, nodes_ = 1;
   double init_timeout_seconds_ = 8, rank_timeout_seconds_ = 5;
   std::optional<size_t> algo_param_, proto_param_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,9 +33,11 @@ const std::vector<std::string>& nccl_algorithms();
 const std::vector<std::string>& nccl_protocols();
 
 struct NcclHardware {
-  bool multicast = false;  // NVLink SHARP through NVSwitch, which NVLS needs
-  int compute_major = 0;
+  bool multicast = false;  // NVLink SHARP through NVSwitch on every GPU of the node, which NVLS needs
+  int compute_major = 0;   // the oldest GPU's
   bool collnet = false;    // a CollNet (SHARP) network plugin
+  int nodes = 1;
+  int ranks_per_node = 1;
 };
 
 // Why this algorithm/protocol pair cannot run on this hardware for this collective; empty when
@@ -42,6 +45,45 @@ struct NcclHardware {
 // constraints too; this adds what depends on the machine.
 std::string nccl_hardware_excludes(NcclOp op, const std::string& algo, const std::string& proto,
                                    const NcclHardware& hw);
+
+// How one figure is made of the ranks' times, as nccl-tests' -a: the mean over the ranks (its
+// default, so figures compare with nccl-tests') or the slowest rank. The space field
+// "rank_time" ("mean" or "slowest") chooses.
+enum class RankTime { mean, slowest };
+std::optional<RankTime> nccl_rank_time_from_string(std::string_view name);
+struct RankTimes {
+  double mean = 0, slowest = 0;
+};
+RankTimes nccl_combine_rank_times(const std::vector<double>& seconds);
+// What the value of a measurement is, for best.json and the tables.
+std::string nccl_value_is(RankTime chosen, bool busbw);
+
+// The communicator's rank count from the space fields: "ranks" (a number, or "gpus": one rank
+// per GPU, the default) and "nodes". On one node "gpus" counts this node's GPUs; across nodes it
+// counts "gpus_per_node" on each, since this node cannot count the others' (and every rank checks
+// the count against what its launcher started). 0 with `why` set when the fields do not say.
+int nccl_rank_count(const nlohmann::json& space_fields, int local_gpus, std::string* why);
+
+// Why a communicator of `ranks` ranks has nothing to tune (empty when it has something): NCCL
+// skips algorithm selection for one rank and never asks a tuner about it.
+std::string nccl_nothing_to_tune(int ranks);
+
+// Who a rank is, from its launcher's variables (Open MPI, MPICH/Hydra, Slurm); -1 where unset.
+struct LauncherIdentity {
+  int rank = -1, local_rank = -1, world_size = -1;
+};
+LauncherIdentity nccl_launcher_identity(const char* (*get)(const char*));
+// The GPU of a rank: its local rank modulo the devices it sees (a launcher such as Slurm may
+// narrow CUDA_VISIBLE_DEVICES to one GPU per rank, whose index is then 0).
+int nccl_device_for(int local_rank, int visible_devices);
+
+// The launcher family, from what `LAUNCHER --version` prints: how it forwards variables.
+enum class LauncherKind { open_mpi, hydra, other };
+LauncherKind nccl_launcher_kind(const std::string& version_text);
+// The arguments that make the launcher give every rank these variables of this process (NCCL
+// requires every rank to run with the same NCCL_ALGO, NCCL_PROTO, ...): "-x NAME" for Open MPI,
+// "-genvlist A,B" for Hydra; none for others (srun exports the environment by default).
+std::vector<std::string> nccl_forward_env_args(LauncherKind kind, const std::vector<std::string>& names);
 
 // Env-bound params cannot leave a variable unset, so "default" (or an empty value) stands for
 // NCCL's own choice: this unsets every such NCCL_* variable of the process before NCCL reads them.

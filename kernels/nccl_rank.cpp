@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/nccl_common.hpp"
+#include "kernels/nccl_config.hpp"
 #include "kernels/nccl_control.hpp"
 #include "tuner/service.hpp"
 
@@ -21,13 +22,6 @@ namespace {
 
 // The value every rank sends: small integers, exact in float sums over many ranks, never 0.
 float element(int rank, uint64_t i) { return static_cast<float>((i * 7 + static_cast<uint64_t>(rank) * 13) % 16 + 1); }
-
-std::string env_or(const char* a, const char* b, const char* c) {
-  for (const char* n : {a, b, c}) {
-    if (const char* v = std::getenv(n)) return v;
-  }
-  return "";
-}
 
 class Rank {
  public:
@@ -68,20 +62,10 @@ class Rank {
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    const Json& c = req_.at("config");
-    auto field = [&](const char* name, int& target) {
-      if (c.contains(name) && c[name].get<int64_t>() >= 0) target = static_cast<int>(c[name].get<int64_t>());
-    };
-    // `channels` pins the CTA count: both bounds at once.
-    if (c.contains("channels") && c["channels"].get<int64_t>() > 0) {
-      config.minCTAs = config.maxCTAs = static_cast<int>(c["channels"].get<int64_t>());
-    }
-    field("min_ctas", config.minCTAs);
-    field("max_ctas", config.maxCTAs);
-    field("cga_cluster_size", config.cgaClusterSize);
-    field("nvls_ctas", config.nvlsCTAs);
-    field("cta_policy", config.CTAPolicy);
-    field("channels_per_net_peer", config.nChannelsPerNetPeer);
+    int version = 0;
+    ncclGetVersion(&version);
+    const std::string unsupported = nccl_apply_config(req_.at("config"), version, config);
+    if (!unsupported.empty()) return runtime_error("rank {}: {}", rank_, unsupported);
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, nranks_, id, rank_, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
       comm_ = nullptr;
@@ -175,6 +159,10 @@ class Rank {
         cudaMemset(recv_, 0, bytes_) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
       return runtime_error("rank {}: cannot initialise the buffers", rank_);
     }
+    // One untimed collective: NCCL connects the peers an algorithm needs on its first use, so
+    // the first timed run would otherwise include the connection setup.
+    auto warm = run(1);
+    if (!warm) return warm.error();
     return {};
   }
 
@@ -309,14 +297,24 @@ int rank_main(int argc, char** argv) {
   int rank = req.value("rank", -1);
   int device = req.value("device", -1);
   if (rank < 0) {
-    const std::string r = env_or("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID");
-    const std::string l = env_or("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID");
-    if (r.empty()) {
+    const LauncherIdentity id = nccl_launcher_identity([](const char* n) -> const char* { return std::getenv(n); });
+    if (id.rank < 0) {
       std::fprintf(stderr, "acceltune: __nccl-rank: no rank in the request and no launcher rank variable\n");
       return 2;
     }
-    rank = std::atoi(r.c_str());
-    device = l.empty() ? 0 : std::atoi(l.c_str());
+    rank = id.rank;
+    const int nranks = req.value("nranks", 0);
+    if (id.world_size >= 0 && id.world_size != nranks) {
+      std::fprintf(stderr,
+                   "acceltune: rank %d: the launcher started %d ranks but the measurement is for %d; make the "
+                   "launcher start {ranks} processes\n",
+                   rank, id.world_size, nranks);
+      return 1;
+    }
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
+    cudaGetLastError();
+    device = nccl_device_for(id.local_rank, visible);
   }
   if (device < 0) device = 0;
   auto channel = connect_control(req.at("control_host").get<std::string>(), req.at("control_port").get<int>(),

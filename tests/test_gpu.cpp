@@ -150,6 +150,10 @@ TEST(Nccl, EveryCollectivePassesItsCheckWithNcclTestsBusbw) {
       EXPECT_DOUBLE_EQ(m.details.at("busbw_factor").get<double>(), factor);
       EXPECT_NEAR(m.details.at("busbw_gbps").get<double>(), m.details.at("algbw_gbps").get<double>() * factor, 1e-9);
       EXPECT_DOUBLE_EQ(m.value, factor > 0 ? m.details.at("busbw_gbps").get<double>() : m.details.at("algbw_gbps").get<double>());
+      // The mean of the ranks' times, as nccl-tests; the slowest rank's figure beside it is never faster.
+      EXPECT_EQ(m.details.value("rank_time", ""), "mean");
+      EXPECT_NE(m.details.value("value_is", "").find("mean of the ranks' times"), std::string::npos);
+      EXPECT_LE(m.details.at("algbw_slowest_rank_gbps").get<double>(), m.details.at("algbw_gbps").get<double>() * 1.000001);
       EXPECT_GT(m.value, 0.0);
     }
   }
@@ -181,15 +185,24 @@ TEST(Nccl, MoreRanksThanGpusIsRefused) {
   EXPECT_NE(skip.find("one rank per GPU"), std::string::npos) << skip;
 }
 
+// With several GPUs a search runs through its workers; with one, a one-rank communicator, it
+// has nothing to tune and says so (exit 2) instead of searching noise.
 TEST(Nccl, SearchThroughWorkersWithEnvParams) {
   std::string skip;
-  if (!attach("nccl-allreduce", skip)) {
+  auto a = attach("nccl-allreduce", skip);
+  if (!a) {
     if (!skip.empty()) GTEST_SKIP() << skip;
     return;
   }
+  const bool one_rank = !a->kernel->nothing_to_tune(a->space).empty();
   test::TempDir dir;
   auto r = test::run_cli({"search", "--space", "nccl-allreduce", "--strategy", "random", "--budget", "4", "--sizes",
                           "1M", "--seed", "3", "--out", (dir / "study").string()});
+  if (one_rank) {
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("nothing to tune with one rank"), std::string::npos) << r.err;
+    return;
+  }
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir / "study" / "best.json")) << r.out << r.err;
 }

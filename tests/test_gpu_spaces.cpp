@@ -3,8 +3,10 @@
 // "needs ..." refusal (exit 1) on a machine without the device.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "kernels/nccl_common.hpp"
 #include "kernels/timed_external.hpp"
@@ -94,6 +96,10 @@ TEST(GpuSpaces, NcclConstraintsExcludeKnownInvalidCombinations) {
   // The NVLS CTA count means nothing to the other algorithms.
   EXPECT_FALSE(ar.is_valid(with(ar, {{"algo", "Ring"}, {"nvls_ctas", "16"}})));
   EXPECT_TRUE(ar.is_valid(with(ar, {{"algo", "NVLS"}, {"proto", "Simple"}, {"nvls_ctas", "16"}})));
+  // NVLSTree runs between nodes: not on the one node of this space, but across two.
+  EXPECT_FALSE(ar.is_valid(with(ar, {{"algo", "NVLSTree"}, {"proto", "Simple"}})));
+  const Space two = load("nccl-allreduce-2node");
+  EXPECT_TRUE(two.is_valid(with(two, {{"algo", "NVLSTree"}, {"proto", "Simple"}})));
 
   // Collectives without Tree or NVLS do not offer them at all.
   for (const char* name : {"nccl-broadcast", "nccl-reduce"}) {
@@ -106,6 +112,8 @@ TEST(GpuSpaces, NcclConstraintsExcludeKnownInvalidCombinations) {
     const Param& algo = s.params()[*s.param_index("algo")];
     for (const auto& v : algo.values) EXPECT_NE(to_string(v), "Tree") << name;
     EXPECT_FALSE(s.is_valid(with(s, {{"algo", "PAT"}, {"proto", "LL"}}))) << name;
+    // PAT runs with one GPU per node: never on one node of several GPUs.
+    EXPECT_FALSE(s.is_valid(with(s, {{"algo", "PAT"}, {"proto", "Simple"}}))) << name;
     EXPECT_FALSE(s.is_valid(with(s, {{"algo", "NVLS"}, {"proto", "LL128"}}))) << name;
     EXPECT_TRUE(s.is_valid(with(s, {{"algo", "Ring"}, {"proto", "LL128"}}))) << name;
   }
@@ -127,7 +135,92 @@ TEST(GpuSpaces, NcclHardwareRulesDependOnTheMachine) {
   pascal.compute_major = 6;
   EXPECT_NE(nccl_hardware_excludes(NcclOp::allreduce, "Ring", "LL128", pascal), "");
   EXPECT_EQ(nccl_hardware_excludes(NcclOp::allreduce, "Ring", "LL", pascal), "");
+  // NVLSTree needs more than one node, PAT one GPU per node, whatever the space says.
+  NcclHardware two_nodes = nvswitch;
+  two_nodes.nodes = 2;
+  two_nodes.ranks_per_node = 8;
+  EXPECT_NE(nccl_hardware_excludes(NcclOp::allreduce, "NVLSTree", "Simple", nvswitch), "");
+  EXPECT_EQ(nccl_hardware_excludes(NcclOp::allreduce, "NVLSTree", "Simple", two_nodes), "");
+  EXPECT_NE(nccl_hardware_excludes(NcclOp::allgather, "PAT", "Simple", two_nodes), "");
+  NcclHardware one_per_node = plain;
+  one_per_node.nodes = 4;
+  EXPECT_EQ(nccl_hardware_excludes(NcclOp::allgather, "PAT", "Simple", one_per_node), "");
 }
+
+// nccl-tests reports the mean of the ranks' times by default (-a 1); the slowest is kept too.
+TEST(GpuSpaces, NcclRankTimesAreTheMeanByDefaultAndTheSlowestToo) {
+  const RankTimes t = nccl_combine_rank_times({1.0, 2.0, 6.0});
+  EXPECT_DOUBLE_EQ(t.mean, 3.0);
+  EXPECT_DOUBLE_EQ(t.slowest, 6.0);
+  EXPECT_DOUBLE_EQ(nccl_combine_rank_times({}).mean, 0.0);
+  EXPECT_EQ(nccl_rank_time_from_string("mean"), RankTime::mean);
+  EXPECT_EQ(nccl_rank_time_from_string("slowest"), RankTime::slowest);
+  EXPECT_FALSE(nccl_rank_time_from_string("max").has_value());
+  EXPECT_EQ(nccl_value_is(RankTime::mean, true), "busbw from the mean of the ranks' times (nccl-tests' default)");
+  EXPECT_EQ(nccl_value_is(RankTime::slowest, false), "algbw from the slowest rank's time (nccl-tests -a 3)");
+}
+
+TEST(GpuSpaces, NcclRankCountComesFromTheSpaceAcrossNodes) {
+  std::string why;
+  EXPECT_EQ(nccl_rank_count(Json{{"ranks", 4}}, 8, &why), 4);
+  EXPECT_EQ(nccl_rank_count(Json{{"ranks", "gpus"}, {"nodes", 1}}, 8, &why), 8);
+  EXPECT_EQ(nccl_rank_count(Json::object(), 2, &why), 2);
+  // Across nodes this node's GPU count says nothing of the others'.
+  EXPECT_EQ(nccl_rank_count(Json{{"ranks", "gpus"}, {"nodes", 2}, {"gpus_per_node", 4}}, 8, &why), 8);
+  EXPECT_EQ(nccl_rank_count(Json{{"ranks", "gpus"}, {"nodes", 3}}, 8, &why), 0);
+  EXPECT_NE(why.find("needs 'gpus_per_node'"), std::string::npos) << why;
+  // The shipped two-node space says how many.
+  EXPECT_EQ(nccl_rank_count(load("nccl-allreduce-2node").extra(), 1, &why), 16);
+}
+
+// A rank started by a launcher: who it is, and which GPU (its local rank modulo what it sees).
+TEST(GpuSpaces, NcclRanksTakeTheirIdentityAndGpuFromTheLauncher) {
+  static std::map<std::string, std::string> env;
+  auto get = [](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  env = {{"OMPI_COMM_WORLD_RANK", "9"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "16"}};
+  LauncherIdentity id = nccl_launcher_identity(get);
+  EXPECT_EQ(id.rank, 9);
+  EXPECT_EQ(id.local_rank, 1);
+  EXPECT_EQ(id.world_size, 16);
+  env = {{"SLURM_PROCID", "5"}, {"SLURM_LOCALID", "5"}, {"SLURM_NTASKS", "8"}};
+  id = nccl_launcher_identity(get);
+  EXPECT_EQ(id.rank, 5);
+  EXPECT_EQ(id.local_rank, 5);
+  EXPECT_EQ(id.world_size, 8);
+  env = {{"PMI_RANK", "x"}};
+  EXPECT_EQ(nccl_launcher_identity(get).rank, -1);
+  // Slurm narrowed CUDA_VISIBLE_DEVICES to one GPU per rank: local rank 5 uses device 0.
+  EXPECT_EQ(nccl_device_for(5, 1), 0);
+  EXPECT_EQ(nccl_device_for(5, 8), 5);
+  EXPECT_EQ(nccl_device_for(9, 8), 1);
+  EXPECT_EQ(nccl_device_for(-1, 8), 0);
+  EXPECT_EQ(nccl_device_for(3, 0), 0);
+}
+
+// Every rank must see the trial's NCCL_ variables: forwarded the way the launcher forwards.
+TEST(GpuSpaces, NcclForwardsEveryParamVariableToRemoteRanks) {
+  EXPECT_EQ(nccl_forward_env_args(LauncherKind::open_mpi, {"NCCL_ALGO", "NCCL_PROTO"}),
+            (std::vector<std::string>{"-x", "NCCL_ALGO", "-x", "NCCL_PROTO"}));
+  EXPECT_EQ(nccl_forward_env_args(LauncherKind::hydra, {"NCCL_ALGO", "NCCL_PROTO"}),
+            (std::vector<std::string>{"-genvlist", "NCCL_ALGO,NCCL_PROTO"}));
+  EXPECT_TRUE(nccl_forward_env_args(LauncherKind::other, {"NCCL_ALGO"}).empty());
+  EXPECT_TRUE(nccl_forward_env_args(LauncherKind::open_mpi, {}).empty());
+  EXPECT_EQ(nccl_launcher_kind("HYDRA build details:\n    Version: 4.1"), LauncherKind::hydra);
+  EXPECT_EQ(nccl_launcher_kind("slurm 23.02.7"), LauncherKind::other);
+  // This machine's mpirun says what it is.
+  std::string out;
+  if (FILE* f = ::popen("mpirun --version 2>&1", "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) out += buf;
+    if (::pclose(f) != 0) out.clear();
+  }
+  if (out.empty()) GTEST_SKIP() << "no mpirun on this machine";
+  EXPECT_EQ(nccl_launcher_kind(out), LauncherKind::open_mpi) << out;
+}
+
 
 TEST(GpuSpaces, BusBandwidthFactorsAreThoseOfNcclTests) {
   EXPECT_DOUBLE_EQ(nccl_busbw_factor(NcclOp::allreduce, 8), 2.0 * 7 / 8);
@@ -307,6 +400,22 @@ TEST(GpuSpaces, CudaAndNcclRejectBadParamValuesAsInputErrors) {
     expect_input_error(variant(dir, "nccl-allreduce", [](Json& j) { j["ranks"] = 0; }), "field 'ranks'");
   }
   if (!ACCELTUNE_TEST_WITH_CUDA && !ACCELTUNE_TEST_WITH_NCCL) GTEST_SKIP() << "this build has neither CUDA nor NCCL";
+}
+
+// One GPU is a one-rank communicator, for which NCCL never consults a tuner: a search refuses
+// it (exit 2) before it needs a GPU; bench still measures it.
+TEST(GpuSpaces, NcclSearchWithOneRankHasNothingToTune) {
+  if (!ACCELTUNE_TEST_WITH_NCCL) GTEST_SKIP() << "this build has no nccl kernel";
+  EXPECT_NE(nccl_nothing_to_tune(1), "");
+  EXPECT_EQ(nccl_nothing_to_tune(2), "");
+  test::TempDir dir;
+  const auto one = variant(dir, "nccl-allreduce", [](Json& j) { j["ranks"] = 1; });
+  auto r = run_cli({"search", "--space", one.string(), "--out", (dir / "s").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("nothing to tune with one rank"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "s"));
+  auto b = run_cli({"bench", "--space", one.string()});
+  EXPECT_EQ(b.err.find("nothing to tune"), std::string::npos) << b.err;
 }
 
 }  // namespace

@@ -324,6 +324,41 @@ TEST(Best, MultiSizeTablesPickPerSize) {
   EXPECT_EQ(*b.overall_trial, 2);  // sqrt(11*40) > sqrt(30*12)
 }
 
+// What a value is, where the unit does not say it (busbw from which rank's time): taken from the
+// measurements, kept in best.json, absent where no kernel said.
+TEST(Best, SaysWhatAValueIsWhenTheKernelSays) {
+  Space s = test::space_from_text(R"({"name": "t", "kernel": "k", "params": [
+    {"name": "x", "kind": "int", "min": 1, "max": 2, "default": 1}]})");
+  Workload w;
+  w.sizes = {100};
+  auto trial = [&](int64_t n, int x, const char* value_is) {
+    Trial t;
+    t.number = n;
+    t.config = s.default_config();
+    t.config.index[0] = static_cast<uint32_t>(x - 1);
+    t.key = s.key(t.config);
+    Measurement a;
+    a.bytes = 100;
+    a.value = 10.0 * x;
+    if (value_is) a.details["value_is"] = value_is;
+    t.measurements = {a};
+    summarise(t);
+    return t;
+  };
+  const BestTable plain = compute_best(s, w, {trial(0, 1, nullptr), trial(1, 2, nullptr)}, "GB/s");
+  EXPECT_EQ(plain.value_is, "");
+  EXPECT_FALSE(plain.to_json().contains("value_is"));
+  const BestTable said = compute_best(s, w, {trial(0, 1, "busbw from the mean of the ranks' times"), trial(1, 2, nullptr)},
+                                      "GB/s");
+  EXPECT_EQ(said.value_is, "busbw from the mean of the ranks' times");
+  auto back = BestTable::from_json(said.to_json());
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->value_is, said.value_is);
+  Json bad = said.to_json();
+  bad["value_is"] = 3;
+  EXPECT_FALSE(BestTable::from_json(bad).has_value());
+}
+
 TEST(Export, JsonAndEnv) {
   Fixture f;
   auto st = f.store();

@@ -41,14 +41,15 @@ struct PlacementArgs {
 };
 void add_placement_options(CLI::App* command, PlacementArgs& args);
 
-// Common set-up of search and bench: the space, its kernel attached, and the sizes.
+// Common set-up of search and bench: the space, its kernel attached, and the sizes. A search
+// (`to_tune`) is refused where the kernel has nothing to tune; bench measures anyway.
 struct Prepared {
   Space space;
   std::unique_ptr<Kernel> kernel;
   Workload workload;
 };
 Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg,
-                           const PlacementArgs& placement = {});
+                           const PlacementArgs& placement = {}, bool to_tune = false);
 
 // argv of this binary's hidden worker mode.
 std::vector<std::string> worker_command();

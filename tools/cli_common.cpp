@@ -84,6 +84,7 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
   };
   constexpr const char* kCertified = "certified gain [95% interval]";
   constexpr const char* kDelivered = "delivered [95%]";
+  if (!b.value_is.empty()) std::fprintf(out, "values: %s %s\n", unit.c_str(), b.value_is.c_str());
   if (b.certified) {
     std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", "size", ("default " + unit).c_str(),
                  ("certified " + unit).c_str(), kCertified, kDelivered, "exported config (trial)");
@@ -190,7 +191,8 @@ void add_placement_options(CLI::App* command, PlacementArgs& args) {
                       "HOST:PORT of an 'acceltune serve' on another host: the far end of a transfer kernel");
 }
 
-Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement) {
+Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement,
+                           bool to_tune) {
   ACCELTUNE_TRY_ASSIGN(Space space, resolve_space(space_arg.empty() ? kDefaultSpace : space_arg));
   // The placement is part of what the study measures, so it is stored with the space.
   if (placement.netns && !placement.peer.empty()) return input_error("--netns and --peer exclude each other; choose one");
@@ -199,7 +201,7 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
     space.set_extra("placement", "peer");
     space.set_extra("peer", placement.peer);
   }
-  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Kernel> kernel, make_kernel(space));
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Kernel> kernel, to_tune ? make_kernel_to_tune(space) : make_kernel(space));
   Workload w;
   w.kernel = space.kernel();
   w.operation = space.operation();

@@ -85,7 +85,7 @@ struct SearchArgs {
 };
 
 int cmd_search(const SearchArgs& a) {
-  auto prep = prepare(a.space, a.sizes, a.placement);
+  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
   const Json defaults = search_defaults(p.space);

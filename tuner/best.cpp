@@ -22,6 +22,7 @@ Json BestTable::to_json() const {
   j["space"] = space;
   j["kernel"] = kernel;
   j["unit"] = unit;
+  if (!value_is.empty()) j["value_is"] = value_is;
   j["trials"] = trials;
   j["trials_ok"] = trials_ok;
   j["recommended_by"] = recommended_by;
@@ -121,7 +122,7 @@ Status check_best_shape(const Json& j) {
   if (!j.contains("overall") || !j["overall"].is_object()) {
     return input_error("field 'overall' is missing or not an object");
   }
-  for (const char* f : {"space", "kernel", "unit", "recommended_by"}) {
+  for (const char* f : {"space", "kernel", "unit", "value_is", "recommended_by"}) {
     if (j.contains(f) && !j[f].is_string()) return input_error("field '{}' must be a string", f);
   }
   for (const char* f : {"default_config", "export_config", "env", "plan", "delivery"}) {
@@ -162,6 +163,7 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
   b.space = j.value("space", "");
   b.kernel = j.value("kernel", "");
   b.unit = j.value("unit", "");
+  b.value_is = j.value("value_is", "");
   b.trials = j.value("trials", int64_t{0});
   b.trials_ok = j.value("trials_ok", int64_t{0});
   b.recommended_by = j.value("recommended_by", "observed");
@@ -305,6 +307,12 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
   const Trial* default_trial = nullptr;
   for (const auto& t : trials) {
     if (t.state == State::ok) ++b.trials_ok;
+    for (const auto& m : t.measurements) {
+      if (b.value_is.empty() && m.state == State::ok && m.details.contains("value_is") &&
+          m.details["value_is"].is_string()) {
+        b.value_is = m.details["value_is"].get<std::string>();
+      }
+    }
     if (t.effort < 1.0) continue;  // screening trials rank configs; full measurements decide
     if (t.key == default_key && !default_trial) default_trial = &t;
     if (t.value && (!best_overall || *t.value > *best_overall->value)) best_overall = &t;

@@ -113,6 +113,10 @@ struct BestTable {
   std::string space;
   std::string kernel;
   std::string unit;
+  // What a value is where the unit does not say it all (the kernel's measurement details
+  // "value_is", e.g. "busbw from the mean of the ranks' times (nccl-tests' default)"); empty when
+  // the unit says it.
+  std::string value_is;
   std::vector<SizeBest> sizes;
   // The trial with the best objective over all sizes: what a single-valued export uses.
   std::optional<int64_t> overall_trial;

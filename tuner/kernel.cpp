@@ -50,4 +50,15 @@ Expected<std::unique_ptr<Kernel>> make_kernel(Space& space) {
   return kernel;
 }
 
+Expected<std::unique_ptr<Kernel>> make_kernel_to_tune(Space& space) {
+  if (const KernelInfo* info = KernelRegistry::instance().find(space.kernel())) {
+    const std::string why = info->make()->nothing_to_tune(space);
+    if (!why.empty()) return input_error("{}: {}", space.source(), why);
+  }
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<Kernel> kernel, make_kernel(space));
+  const std::string why = kernel->nothing_to_tune(space);
+  if (!why.empty()) return input_error("{}: {}", space.source(), why);
+  return kernel;
+}
+
 }  // namespace acceltune

@@ -49,6 +49,12 @@ class Kernel {
   // creates), "peer" (an `acceltune serve` elsewhere). The space field "placement" chooses one
   // (the first listed when absent); a kernel that lists none runs on this host only.
   virtual std::vector<std::string> placements() const { return {}; }
+  // Why searching this space has nothing to tune (a search of it ends with exit 2), empty when
+  // it has something. Asked before attach, from the space alone, and again after it.
+  virtual std::string nothing_to_tune(const Space& space) const {
+    (void)space;
+    return "";
+  }
 };
 
 struct KernelInfo {
@@ -60,6 +66,9 @@ using KernelRegistry = Registry<KernelInfo>;
 
 // The kernel named by a space, attached to it; the space's params are checked against it.
 Expected<std::unique_ptr<Kernel>> make_kernel(Space& space);
+// The same, for a search: an input error when the kernel has nothing to tune in the space,
+// asked before attach (so it needs no hardware when the space says enough) and after it.
+Expected<std::unique_ptr<Kernel>> make_kernel_to_tune(Space& space);
 
 // Space files other than JSON are read by loaders registered by file extension (".csv").
 struct SpaceLoader {
