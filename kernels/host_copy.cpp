@@ -158,7 +158,13 @@ class HostCopy final : public Kernel {
     const bool fence = s.method == Method::stream;
     const std::function<void(int)> work = [&](int t) {
       auto [begin, end] = slab(bytes, t, n);
-      for (size_t off = begin; off < end; off += chunk) copy(dst + off, src + off, std::min(chunk, end - off));
+      // Stepped by what was copied, never by the chunk itself: an unchunked copy (the largest
+      // size_t) must not wrap the offset around.
+      for (size_t off = begin; off < end;) {
+        const size_t len = std::min(chunk, end - off);
+        copy(dst + off, src + off, len);
+        off += len;
+      }
 #if defined(__x86_64__)
       if (fence) _mm_sfence();  // streaming stores are weakly ordered
 #endif

@@ -60,6 +60,20 @@ TEST(HostCopy, HugePagesAndDefaultsMeasure) {
   EXPECT_GT(m.value, 0.1);  // any machine copies faster than 100 MB/s
 }
 
+// A space that lists threads and no chunk: each thread copies its share whole. (The omitted
+// chunk used to be the largest size_t, and the second thread's offset wrapped around: it copied
+// its share again and again, one byte further back each time.)
+TEST(HostCopy, ASpaceWithoutAChunkCopiesEachShareOnce) {
+  Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
+    {"name": "threads", "kind": "ordinal", "values": [1, 2], "default": 2}]})");
+  auto k = std::move(make_kernel(s).value());
+  for (uint64_t bytes : {uint64_t{65536}, uint64_t{100003}}) {
+    Measurement m = k->measure(s, s.default_config(), bytes, quick(), {});
+    EXPECT_EQ(m.state, State::ok) << m.error;
+    EXPECT_GT(m.value, 0.1) << bytes;  // any machine copies faster than 100 MB/s
+  }
+}
+
 TEST(HostCopy, RejectsUnknownMethodsAndOutOfRangeValues) {
   Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "params": [
     {"name": "method", "kind": "categorical", "values": ["memcpy", "dma"], "default": "memcpy"}]})");
