@@ -369,7 +369,10 @@ class Engine {
       const Collective* coll = find_collective(req.value("operation", ""));
       const MeasureSettings ms = MeasureSettings::from_json(req.value("measure", Json::object()));
       for (uint64_t bytes : sizes) {
-        Measurement m = measure_size(*coll, bytes, ms, req.value("exit_rank", -1), req.value("trial", int64_t{0}), comm);
+        State local = State::ok;
+        Measurement m = measure_size(*coll, bytes, ms, req.value("exit_rank", -1), comm, local);
+        // What this rank will act on, written from what it returns, beside what it saw itself.
+        trace(req.value("trial", int64_t{0}), bytes, local, m.state);
         const bool ok = m.state == State::ok;
         out.push_back(m.to_json());
         if (!ok) break;
@@ -380,8 +383,9 @@ class Engine {
     return Json{{"measurements", out}};
   }
 
+  // Every rank returns the state the ranks agreed on; `local` is what this rank saw itself.
   Measurement measure_size(const Collective& coll, uint64_t bytes, const MeasureSettings& ms, int exit_rank,
-                           int64_t trial, MPI_Comm comm) {
+                           MPI_Comm comm, State& local) {
     const int n = size_;
     const size_t elements = std::max<size_t>(1, bytes / sizeof(float));
     const bool split = coll.op == Op::allgather || coll.op == Op::reduce_scatter || coll.op == Op::alltoall;
@@ -448,10 +452,22 @@ class Engine {
     // The slowest rank's time of each repetition.
     MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm);
 
+    // Test hook: a rank whose result is wrong, as a broken transport's would be, for the tests
+    // that one rank's failure fails the measurement on every rank.
+    if (const char* wrong = std::getenv("ACCELTUNE_MPI_WRONG_RANK"); wrong && std::atoi(wrong) == rank_ && !recv.empty()) {
+      recv[0] = -1.0f;
+    }
     const std::string error = validate(coll, recv, block);
-    auto [st, text] = agree(error.empty() ? State::ok : State::invalid, error, comm);
-    trace(trial, bytes, st);
-    if (rank_ != 0) return m;
+    local = error.empty() ? State::ok : State::invalid;
+    auto [st, text] = agree(local, error, comm);
+    if (rank_ != 0) {
+      // Only rank 0's measurement is stored, but every rank acts on the agreed state.
+      Measurement agreed;
+      agreed.bytes = bytes;
+      agreed.state = st;
+      if (st != State::ok) agreed.error = error.empty() ? "another rank's result was wrong" : error;
+      return agreed;
+    }
 
     // measure_timed decided when to stop from rank 0's clock; the samples it reports are rebuilt
     // from the slowest rank's times of the same repetitions (the warm-up runs come first).
@@ -507,11 +523,17 @@ class Engine {
     return "";
   }
 
-  // Each rank's view of every outcome, for checking that the ranks agree.
-  void trace(int64_t trial, uint64_t bytes, State st) const {
+  // Each rank's view of every outcome, for checking that the ranks agree: the state it returns
+  // (the agreed one) and the one it saw itself.
+  void trace(int64_t trial, uint64_t bytes, State local, State returned) const {
     if (trace_prefix_.empty()) return;
     std::ofstream f(fmt::format("{}.rank{}.jsonl", trace_prefix_, rank_), std::ios::app);
-    f << Json{{"trial", trial}, {"bytes", bytes}, {"state", std::string(to_string(st))}}.dump() << "\n";
+    f << Json{{"trial", trial},
+              {"bytes", bytes},
+              {"state", std::string(to_string(returned))},
+              {"local", std::string(to_string(local))}}
+             .dump()
+      << "\n";
   }
 
   int rank_ = 0, size_ = 1;

@@ -144,6 +144,36 @@ TEST(MpiColl, SearchInsideMpirunFourRanksAgree) {
   search_under_mpirun(4);
 }
 
+// One non-root rank's result is wrong (a broken transport on one node): every rank records the
+// measurement failed, not only the rank that saw it, and the study stores every trial failed.
+TEST(MpiColl, SearchInsideMpirunOneWrongRankFailsEveryRank) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  const auto r = sh(fmt::format(
+      "cd {} && {} mpirun -np 2 --bind-to none --mca coll_tuned_use_dynamic_rules 1 -x ACCELTUNE_MPI_TRACE={} "
+      "-x ACCELTUNE_MPI_WRONG_RANK=1 {} search --space mpi-allreduce --budget 2 --max-seconds 0.05 --certify-top 0 "
+      "--sizes 4K --out study",
+      dir.path().string(), kMpiEnv, (dir / "trace").string(), binary()));
+  const auto trials = jsonl(dir / "study/trials.jsonl");
+  ASSERT_EQ(trials.size(), 2u) << r.output;
+  for (const auto& t : trials) {
+    EXPECT_NE(t["state"], "ok") << t.dump();
+    ASSERT_FALSE(t["measurements"].empty()) << t.dump();
+    EXPECT_EQ(t["measurements"][0]["state"], "invalid") << t.dump();
+    EXPECT_NE(t["measurements"][0]["error"].get<std::string>().find("rank 1:"), std::string::npos) << t.dump();
+  }
+  const auto root = jsonl(dir / "trace.rank0.jsonl");
+  const auto wrong = jsonl(dir / "trace.rank1.jsonl");
+  ASSERT_EQ(root.size(), 2u) << r.output;
+  ASSERT_EQ(wrong.size(), 2u) << r.output;
+  for (size_t i = 0; i < root.size(); ++i) {
+    EXPECT_EQ(root[i]["local"], "ok") << root[i].dump();
+    EXPECT_EQ(wrong[i]["local"], "invalid") << wrong[i].dump();
+    EXPECT_EQ(root[i]["state"], "invalid") << root[i].dump();
+    EXPECT_EQ(wrong[i]["state"], "invalid") << wrong[i].dump();
+  }
+}
+
 TEST(MpiColl, ForcedAlgorithmChangesTimeInsideOneJob) {
   REQUIRE_MPIRUN();
   // Both configs run in the same job: only MPI_T and a fresh communicator can tell them apart.
