@@ -76,6 +76,7 @@ struct Session {
   std::vector<LineChannel> ranks;
   int listen_fd = -1;
   int nccl_version = 0;
+  Json nccl_config = Json::object();  // the ncclConfig_t fields rank 0 passed to NCCL
 
   ~Session() { stop(); }
 
@@ -407,6 +408,7 @@ class Nccl final : public Kernel {
       const int r = hello->value("rank", -1);
       if (r < 0 || r >= ranks_ || s->ranks[static_cast<size_t>(r)].open()) return runtime_error("a rank announced a bad rank number {}", r);
       s->nccl_version = hello->value("nccl_version", 0);
+      if (r == 0) s->nccl_config = hello->value("nccl_config", Json::object());
       s->ranks[static_cast<size_t>(r)] = std::move(ch);
     }
     session_ = std::move(s);
@@ -471,6 +473,7 @@ class Nccl final : public Kernel {
     m.details["ranks"] = ranks_;
     m.details["bytes_effective"] = effective;
     m.details["nccl_version"] = s.nccl_version;
+    m.details["nccl_config"] = s.nccl_config;
     if (factor > 0) {
       m.value *= factor;
       m.value_p10 *= factor;

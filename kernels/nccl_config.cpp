@@ -14,6 +14,21 @@ std::string text_of(int code) { return "2." + std::to_string((code % 10000) / 10
 
 int nccl_header_version() { return NCCL_VERSION_CODE; }
 
+nlohmann::json nccl_config_fields(const ncclConfig_t& config) {
+  nlohmann::json j = {{"blocking", config.blocking},
+                      {"cgaClusterSize", config.cgaClusterSize},
+                      {"minCTAs", config.minCTAs},
+                      {"maxCTAs", config.maxCTAs}};
+#if NCCL_VERSION_CODE >= 22700
+  j["nvlsCTAs"] = config.nvlsCTAs;
+  j["CTAPolicy"] = config.CTAPolicy;
+#endif
+#if NCCL_VERSION_CODE >= 22800
+  j["nChannelsPerNetPeer"] = config.nChannelsPerNetPeer;
+#endif
+  return j;
+}
+
 std::string nccl_apply_config(const nlohmann::json& params, int runtime_version, ncclConfig_t& config) {
   auto set = [&](const char* name) -> int64_t {
     if (!params.contains(name) || !params[name].is_number_integer()) return -1;

@@ -16,6 +16,10 @@ namespace acceltune {
 // naming the param and the NCCL it needs; empty when every set param was applied.
 std::string nccl_apply_config(const nlohmann::json& params, int runtime_version, ncclConfig_t& config);
 
+// The fields of `config` this header has, by NCCL's names (minCTAs, maxCTAs, ...): what a rank
+// passed to ncclCommInitRankConfig, for the measurement's details.
+nlohmann::json nccl_config_fields(const ncclConfig_t& config);
+
 // The NCCL version code the header was built from (NCCL_VERSION_CODE).
 int nccl_header_version();
 

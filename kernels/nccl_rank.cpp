@@ -66,6 +66,7 @@ class Rank {
     ncclGetVersion(&version);
     const std::string unsupported = nccl_apply_config(req_.at("config"), version, config);
     if (!unsupported.empty()) return runtime_error("rank {}: {}", rank_, unsupported);
+    config_fields_ = nccl_config_fields(config);
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, nranks_, id, rank_, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
       comm_ = nullptr;
@@ -102,6 +103,8 @@ class Rank {
   }
 
   bool healthy() const { return healthy_; }
+  // The ncclConfig_t fields passed to NCCL (after init).
+  const Json& config_fields() const { return config_fields_; }
 
  private:
   // Waits until the communicator has no operation in progress, or aborts it at the deadline.
@@ -270,6 +273,7 @@ class Rank {
   }
 
   Json req_;
+  Json config_fields_ = Json::object();
   int rank_ = 0, nranks_ = 1, device_ = 0;
   NcclOp op_ = NcclOp::allreduce;
   double timeout_seconds_ = 5;
@@ -329,6 +333,7 @@ int rank_main(int argc, char** argv) {
   int version = 0;
   ncclGetVersion(&version);
   hello["nccl_version"] = version;
+  hello["nccl_config"] = r.config_fields();
   if (!ready.ok()) hello["error"] = ready.error().message;
   if (!channel->send(hello).ok() || !ready.ok()) return 1;
   for (;;) {

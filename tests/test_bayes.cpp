@@ -263,6 +263,44 @@ TEST(Strategies, BayesTreatsFailedConfigsAsInfeasible) {
   }
 }
 
+// Told failed, a config is infeasible: never proposed again, even when every other config has
+// been measured and only it is left. A strategy that ignored the failure (the test above cannot
+// tell) proposes it once the space runs out.
+TEST(Strategies, BayesNeverProposesAFailedConfigEvenWhenNothingElseIsLeft) {
+  test::TempDir dir;
+  std::string csv = "a,b,objective\n";
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) csv += fmt::format("{},{},{}\n", a, b, 10 + a * 3 + b);
+  }
+  test::write_file(dir / "tiny.csv", csv);
+  Space space = std::move(SpaceLoaderRegistry::instance().find(".csv")->load(dir / "tiny.csv").value());
+  auto kernel = std::move(make_kernel(space).value());
+  auto st = std::move(make_strategy("bayes", space, 3).value());
+  const Config failed = space.default_config();
+  Trial f;
+  f.config = failed;
+  f.key = space.key(failed);
+  f.state = State::failed;
+  f.error = "the kernel failed";
+  st->tell(f);
+  std::set<std::string> asked;
+  for (int i = 0; i < 20; ++i) {
+    auto c = st->ask();
+    if (!c) break;
+    const std::string key = space.key(*c);
+    EXPECT_NE(key, f.key) << "proposal " << i;
+    EXPECT_TRUE(asked.insert(key).second) << key << " proposed twice";
+    Trial u;
+    u.number = i + 1;
+    u.config = *c;
+    u.key = key;
+    u.measurements = {kernel->measure(space, *c, 0, {}, {3, i})};
+    summarise(u);
+    st->tell(u);
+  }
+  EXPECT_EQ(asked.size(), space.count_valid() - 1);
+}
+
 }  // namespace
 }  // namespace acceltune
 

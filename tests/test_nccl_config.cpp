@@ -24,6 +24,12 @@ TEST(NcclConfig, TheOldestFieldsAreApplied) {
   EXPECT_EQ(c.maxCTAs, 8);
   EXPECT_EQ(c.cgaClusterSize, 2);
   EXPECT_EQ(c.blocking, untouched.blocking);
+  // What the rank reports it passed to NCCL.
+  const json fields = nccl_config_fields(c);
+  EXPECT_EQ(fields.value("minCTAs", 0), 8);
+  EXPECT_EQ(fields.value("maxCTAs", 0), 8);
+  EXPECT_EQ(fields.value("cgaClusterSize", 0), 2);
+  EXPECT_EQ(fields.contains("CTAPolicy"), NCCL_VERSION_CODE >= 22700);
   // -1 leaves a field to NCCL; explicit bounds win over channels' pair when both are given.
   ncclConfig_t d = NCCL_CONFIG_INITIALIZER;
   EXPECT_EQ(nccl_apply_config(json{{"channels", -1}, {"max_ctas", 4}}, NCCL_VERSION_CODE, d), "");

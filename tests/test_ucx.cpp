@@ -197,9 +197,13 @@ TEST(Ucx, PeerPlacementRunsTheResponderBehindAControlServer) {
   auto r = run_cli({"bench", "--space", "s.json", "--peer", peer, "--max-seconds", "0.05", "--json"}, dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Json j = Json::parse(r.out);
+  ASSERT_FALSE(j["measurements"].empty()) << r.out;
   for (const Json& m : j["measurements"]) {
     EXPECT_EQ(m["state"], "ok") << m.dump();
-    // The responder took UCX_TLS=tcp from the hello: only TCP lanes connect the two.
+    // The responder took UCX_TLS=tcp from the hello: only TCP lanes connect the two, and there
+    // is at least one (an empty list would say nothing).
+    ASSERT_TRUE(m["details"].contains("ucx_transports")) << m.dump();
+    EXPECT_FALSE(m["details"]["ucx_transports"].empty()) << m.dump();
     for (const auto& t : m["details"]["ucx_transports"]) EXPECT_EQ(t.get<std::string>().rfind("tcp/", 0), 0u) << m.dump();
   }
   auto bad = run_cli({"bench", "--space", "s.json", "--peer", "127.0.0.1:1", "--sizes", "4K"}, dir.path());
