@@ -67,10 +67,11 @@ TEST(HostCopy, ASpaceWithoutAChunkCopiesEachShareOnce) {
   Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
     {"name": "threads", "kind": "ordinal", "values": [1, 2], "default": 2}]})");
   auto k = std::move(make_kernel(s).value());
-  for (uint64_t bytes : {uint64_t{65536}, uint64_t{100003}}) {
+  for (uint64_t bytes : {uint64_t{262144}, uint64_t{100003}}) {
     Measurement m = k->measure(s, s.default_config(), bytes, quick(), {});
     EXPECT_EQ(m.state, State::ok) << m.error;
-    EXPECT_GT(m.value, 0.1) << bytes;  // any machine copies faster than 100 MB/s
+    // Far below any copy on a loaded machine, far above the wrapped loop (under 0.002 GB/s).
+    EXPECT_GT(m.value, 0.01) << bytes;
   }
 }
 
