@@ -2,6 +2,9 @@
 # its own source files, so a machine without it still builds and tests the rest.
 option(ACCELTUNE_BUILD_TESTS "Build the GoogleTest suite" ON)
 option(ACCELTUNE_WERROR "Treat compiler warnings as errors" OFF)
+# Hooks the test suite drives through the acceltune binary it runs (a GPU sensor read from the
+# file ACCELTUNE_TEST_GPU_TEMP_FILE names). Off in a build without tests and in the GPU bundle.
+option(ACCELTUNE_TEST_SEAMS "Build the test-only hooks into the product" ${ACCELTUNE_BUILD_TESTS})
 
 function(acceltune_optional_backend NAME PACKAGE_FOUND DOC)
   if(${PACKAGE_FOUND})

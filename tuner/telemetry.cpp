@@ -26,7 +26,9 @@ std::optional<double> read_number(const fs::path& p) {
   return std::nullopt;
 }
 
-// The GPU readings of the test seam (see kTestGpuTempFileEnv).
+#if ACCELTUNE_TEST_SEAMS
+// The GPU readings of the test seam (see kTestGpuTempFileEnv); only in builds with the test
+// hooks (ACCELTUNE_TEST_SEAMS).
 class FileGpuSensor final : public GpuSensor {
  public:
   explicit FileGpuSensor(std::string path) : path_(std::move(path)) {}
@@ -51,6 +53,7 @@ class FileGpuSensor final : public GpuSensor {
   std::string path_;
   size_t reads_ = 0;
 };
+#endif
 
 struct Sample {
   Clock::time_point at;
@@ -194,9 +197,12 @@ struct Telemetry::Impl {
 
 Telemetry::Telemetry(TelemetryOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+#if ACCELTUNE_TEST_SEAMS
   if (const char* file = std::getenv(kTestGpuTempFileEnv); file && *file) {
     impl_->gpu_sensors.push_back(std::make_unique<FileGpuSensor>(file));
-  } else {
+  }
+#endif
+  if (impl_->gpu_sensors.empty()) {
     for (const auto& [name, info] : GpuSensorRegistry::instance().entries()) {
       try {
         if (auto s = info.make()) impl_->gpu_sensors.push_back(std::move(s));

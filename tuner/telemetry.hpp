@@ -51,7 +51,8 @@ struct GpuSensorInfo {
 };
 using GpuSensorRegistry = Registry<GpuSensorInfo>;
 
-// Test seam: when ACCELTUNE_TEST_GPU_TEMP_FILE names a file, it replaces every registered GPU
+// Test seam, in builds with ACCELTUNE_TEST_SEAMS only (on where the tests are built, off in the
+// GPU bundle): when ACCELTUNE_TEST_GPU_TEMP_FILE names a file, it replaces every registered GPU
 // sensor with one GPU read from that file. The file holds whitespace-separated readings, each
 // "TEMP_C" or "TEMP_C/POWER_W"; the n-th reading of the process gets the n-th one and the last
 // repeats ("95 95 60": hot twice, then cool). It exists so the thermal guard can be tested on
