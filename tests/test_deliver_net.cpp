@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/netns.hpp"
+#include "kernels/tcp/netns.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/delivery.hpp"
 

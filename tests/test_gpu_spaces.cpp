@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <map>
 
-#include "kernels/nccl_common.hpp"
-#include "kernels/timed_external.hpp"
+#include "kernels/gpu/nccl_common.hpp"
+#include "kernels/shared/timed_external.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/space.hpp"
 

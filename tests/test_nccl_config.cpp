@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernels/nccl_config.hpp"
+#include "kernels/gpu/nccl_config.hpp"
 
 namespace acceltune {
 namespace {

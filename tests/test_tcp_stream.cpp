@@ -18,8 +18,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/netns.hpp"
-#include "kernels/peer.hpp"
+#include "kernels/tcp/netns.hpp"
+#include "kernels/tcp/peer.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 

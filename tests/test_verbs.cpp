@@ -14,7 +14,7 @@
 #include <functional>
 #include <limits>
 
-#include "kernels/verbs_rules.hpp"
+#include "kernels/rdma/verbs_rules.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 

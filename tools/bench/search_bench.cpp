@@ -22,7 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
-#include "kernels/csv.hpp"
+#include "kernels/shared/csv.hpp"
 #include "tools/bench/landscape_family.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/measurement.hpp"

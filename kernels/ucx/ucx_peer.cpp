@@ -1,0 +1,88 @@
+// The ucx kernel across hosts: the client side of --peer HOST:PORT, and the "ucx" handler of
+// `acceltune serve`. The handler forks a child per connection that sets the UCX_* variables the
+// client sent (UCX reads them once, at ucp_init) and runs the responder on the connection.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/tcp/peer.hpp"
+#include "kernels/ucx/ucx.hpp"
+
+namespace acceltune::ucx {
+namespace {
+
+// Only UCX's own variables cross the wire, and only with plain names.
+bool is_ucx_variable(const std::string& name) {
+  if (name.rfind("UCX_", 0) != 0 || name.size() == 4) return false;
+  for (char c : name) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+Expected<int> connect_to_peer(const std::string& host_port, const Json& env, double timeout_seconds) {
+  ACCELTUNE_TRY_ASSIGN(auto hp, parse_host_port(host_port));
+  ACCELTUNE_TRY_ASSIGN(int fd, connect_tcp(hp.first, hp.second, timeout_seconds));
+  if (Status st = send_json_line(fd, Json{{"kind", "ucx"}, {"env", env}}); !st) {
+    ::close(fd);
+    return st.error();
+  }
+  return fd;
+}
+
+void serve_ucx(int fd, const Json& hello, const Json&) {
+  Json env = hello.contains("env") && hello["env"].is_object() ? hello["env"] : Json::object();
+  for (const auto& [k, v] : env.items()) {
+    if (!is_ucx_variable(k) || !v.is_string()) {
+      (void)send_json_line(fd, Json{{"error", fmt::format("peer: refusing variable '{}': only UCX_* names with string "
+                                                          "values are accepted", k)}});
+      return;
+    }
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    (void)send_json_line(fd, Json{{"error", fmt::format("peer: fork failed: {}", std::strerror(errno))}});
+    return;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    // The server's listening socket and other clients' connections stay with the server.
+    if (fd > 3) ::close_range(3, static_cast<unsigned>(fd - 1), 0);
+    ::close_range(static_cast<unsigned>(fd + 1), ~0u, 0);
+    // The server's own UCX_* settings give way to the client's, which define the trial.
+    for (char** e = environ; *e;) {
+      if (std::strncmp(*e, "UCX_", 4) == 0) {
+        const std::string name(*e, std::strchr(*e, '=') - *e);
+        ::unsetenv(name.c_str());
+      } else {
+        ++e;
+      }
+    }
+    for (const auto& [k, v] : env.items()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+    ::_exit(run_responder(fd));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+const bool registered = [] {
+  connect_peer_hook() = connect_to_peer;
+  return true;
+}();
+
+}  // namespace
+}  // namespace acceltune::ucx
+
+namespace acceltune {
+ACCELTUNE_REGISTER(PeerHandler, "ucx",
+                   (PeerHandler{"the far end of the ucx kernel (a child process per connection with the client's "
+                                "UCX_* variables)",
+                                ucx::serve_ucx}))
+}  // namespace acceltune
