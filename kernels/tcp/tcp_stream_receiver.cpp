@@ -1,0 +1,302 @@
+// tcp-stream's receiving side: the "tcp-stream" handler of a control server (kernels/tcp/peer.hpp),
+// in `acceltune serve` or on threads of the kernel's own process. It answers the control ops
+// (setup, size, validate, bye; the protocol is in tcp_stream.cpp), accepts the data connections,
+// reads each stream on a thread of its own, acknowledges every run and, when armed, compares each
+// byte with the pattern.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kernels/tcp/netns.hpp"
+#include "kernels/tcp/peer.hpp"
+#include "kernels/tcp/tcp_stream_io.hpp"
+
+namespace acceltune::tcp_stream {
+namespace {
+
+struct ReceiverSession {
+  struct Stream {
+    int fd = -1;
+    std::thread thread;
+    std::atomic<uint64_t> share{0}, offset{0};  // set by the control thread between runs
+    std::atomic<uint64_t> received{0};  // since the last size op or validation
+    uint64_t mismatches = 0;
+    uint64_t first_mismatch = UINT64_MAX;
+  };
+  std::vector<std::unique_ptr<Stream>> streams;
+  size_t read_size = 128 << 10;
+  size_t align = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> armed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  int validated = 0;
+  std::string error;  // the first receiver failure
+
+  ~ReceiverSession() { close(); }
+
+  void close() {
+    stop = true;
+    for (auto& s : streams) {
+      if (s->fd >= 0) ::shutdown(s->fd, SHUT_RDWR);
+    }
+    for (auto& s : streams) {
+      if (s->thread.joinable()) s->thread.join();
+      if (s->fd >= 0) ::close(s->fd);
+    }
+    streams.clear();
+    stop = false;
+  }
+
+  void fail(const std::string& e) {
+    std::lock_guard<std::mutex> l(mu);
+    if (error.empty()) error = e;
+    cv.notify_all();
+  }
+
+  void receive(Stream& s) {
+    AlignedBuffer buf(read_size, align);
+    char* const b = buf.data();
+    while (!stop) {
+      // One run: the first bytes may take any time to come (the client is between
+      // measurements); the rest of the run must keep flowing.
+      uint64_t got = 0;
+      bool validating = false;
+      double stalled = 0;
+      uint64_t share = 0, offset = 0;
+      while (true) {
+        // Before a run's first bytes the share may still change; at most one share is in flight
+        // (the sender waits for the acknowledgement), so reading up to read_size is safe.
+        const size_t want = got == 0 ? read_size : static_cast<size_t>(std::min<uint64_t>(read_size, share - got));
+        const ssize_t n = ::recv(s.fd, b, want, 0);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) {  // SO_RCVTIMEO of 0.5 s
+            if (stop) return;
+            if (got > 0 && (stalled += 0.5) > kIoTimeout) {
+              fail(fmt::format("stream stalled mid-run after {} of {} bytes", got, share));
+              return;
+            }
+            continue;
+          }
+          if (!stop) fail(fmt::format("receive: {}", std::strerror(errno)));
+          return;
+        }
+        if (n == 0) return;  // the client closed the connection
+        if (got == 0) {
+          share = s.share;
+          offset = s.offset;
+          validating = armed.load();
+          if (static_cast<uint64_t>(n) > share) {
+            fail(fmt::format("{} bytes arrived for a share of {}", n, share));
+            return;
+          }
+        }
+        stalled = 0;
+        if (validating) {
+          const uint64_t base = offset + got;
+          for (ssize_t i = 0; i < n; ++i) {
+            if (b[i] != pattern_byte(base + static_cast<uint64_t>(i))) {
+              if (s.mismatches++ == 0) s.first_mismatch = base + static_cast<uint64_t>(i);
+            }
+          }
+        }
+        got += static_cast<uint64_t>(n);
+        if (got >= share) break;
+      }
+      s.received += got;
+      const char ack = 'A';
+      if (!send_all(s.fd, &ack, 1)) {
+        if (!stop) fail("cannot send the acknowledgement");
+        return;
+      }
+      if (validating) {
+        std::lock_guard<std::mutex> l(mu);
+        ++validated;
+        cv.notify_all();
+      }
+    }
+  }
+};
+
+Json ok(Json j = Json::object()) {
+  j["ok"] = true;
+  return j;
+}
+Json not_ok(const std::string& e) { return Json{{"ok", false}, {"error", e}}; }
+
+// Handles one op of a control connection; false ends the connection.
+bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
+  const std::string op = msg.value("op", "");
+  if (op == "bye") return false;
+  if (op == "setup") {
+    rs.close();
+    {
+      std::lock_guard<std::mutex> l(rs.mu);
+      rs.error.clear();
+    }
+    const int streams = msg.value("streams", 1);
+    const int64_t rcvbuf = msg.value("rcvbuf", int64_t{0});
+    const std::string cc = msg.value("congestion", "");
+    rs.read_size = static_cast<size_t>(std::max<int64_t>(1, msg.value("write_size", int64_t{128 << 10})));
+    rs.align = static_cast<size_t>(msg.value("align", int64_t{0}));
+    if (msg.contains("mtu") && msg["mtu"].is_number_integer()) {
+      const std::string link = serve_options.value("link", "");
+      const int mtu = msg["mtu"].get<int>();
+      if (link.empty()) {
+        (void)send_json_line(ctrl, not_ok(fmt::format("the server was started without --link, so it cannot set MTU {}",
+                                                      mtu)));
+        return true;
+      }
+      Status st = set_link_mtu("", link, mtu);
+      if (!st) {
+        (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", st.error().message)));
+        return true;
+      }
+    }
+    int port = 0;
+    const auto have = available_congestion();
+    auto lfd = listen_tcp(local_address(ctrl), 0, &port, [&](int fd) -> Status {
+      ACCELTUNE_TRY(set_buffer(fd, false, rcvbuf));
+      // Only the sender's congestion control shapes the stream; the receiver's is set when
+      // this host has it, for symmetry.
+      if (std::find(have.begin(), have.end(), cc) != have.end()) (void)set_congestion(fd, cc);
+      return {};
+    });
+    if (!lfd) {
+      (void)send_json_line(ctrl, not_ok(lfd.error().message));
+      return true;
+    }
+    if (!send_json_line(ctrl, ok(Json{{"port", port}}))) {
+      ::close(*lfd);
+      return false;
+    }
+    std::vector<int> fds(static_cast<size_t>(streams), -1);
+    std::string err;
+    for (int i = 0; i < streams && err.empty(); ++i) {
+      auto fd = accept_tcp(*lfd, kIoTimeout);
+      if (!fd) {
+        err = fd.error().message;
+        break;
+      }
+      set_timeouts(*fd, kIoTimeout, kIoTimeout);
+      uint32_t index = 0;
+      Status st = recv_all(*fd, &index, sizeof index, "stream index");
+      if (!st || index >= static_cast<uint32_t>(streams) || fds[index] >= 0) {
+        ::close(*fd);
+        err = st ? "a data connection sent a bad stream index" : st.error().message;
+        break;
+      }
+      const int one = 1;
+      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // the 1-byte acknowledgements
+      set_timeouts(*fd, kIoTimeout, 0.5);
+      fds[index] = *fd;
+    }
+    ::close(*lfd);
+    if (!err.empty()) {
+      for (int fd : fds) {
+        if (fd >= 0) ::close(fd);
+      }
+      (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", err)));
+      return true;
+    }
+    for (int fd : fds) {
+      auto s = std::make_unique<ReceiverSession::Stream>();
+      s->fd = fd;
+      rs.streams.push_back(std::move(s));
+    }
+    for (auto& s : rs.streams) {
+      ReceiverSession::Stream* sp = s.get();
+      sp->thread = std::thread([&rs, sp] { rs.receive(*sp); });
+    }
+    const int fd0 = rs.streams.front()->fd;
+    return send_json_line(ctrl, ok(Json{{"rcvbuf_bytes", get_int_opt(fd0, SOL_SOCKET, SO_RCVBUF)},
+                                        {"congestion", get_congestion(fd0)}}))
+        .ok();
+  }
+  if (op == "size") {
+    const auto shares = msg.value("shares", std::vector<uint64_t>{});
+    const auto offsets = msg.value("offsets", std::vector<uint64_t>{});
+    if (shares.size() != rs.streams.size() || offsets.size() != shares.size()) {
+      return send_json_line(ctrl, not_ok("size: one share and offset per stream expected")).ok();
+    }
+    for (size_t i = 0; i < shares.size(); ++i) {
+      rs.streams[i]->share = shares[i];
+      rs.streams[i]->offset = offsets[i];
+      rs.streams[i]->received = 0;
+    }
+    return send_json_line(ctrl, ok()).ok();
+  }
+  if (op == "validate") {
+    int active = 0;
+    for (auto& s : rs.streams) {
+      s->mismatches = 0;
+      s->first_mismatch = UINT64_MAX;
+      active += s->share > 0 ? 1 : 0;
+    }
+    {
+      std::lock_guard<std::mutex> l(rs.mu);
+      rs.validated = 0;
+    }
+    rs.armed = true;
+    if (!send_json_line(ctrl, ok())) return false;
+    std::unique_lock<std::mutex> l(rs.mu);
+    const bool done = rs.cv.wait_for(l, std::chrono::duration<double>(kControlTimeout - 1.0),
+                                     [&] { return rs.validated >= active || !rs.error.empty(); });
+    rs.armed = false;
+    if (!rs.error.empty()) return send_json_line(ctrl, not_ok("server: " + rs.error)).ok();
+    if (!done) return send_json_line(ctrl, not_ok("server: the validation run did not complete")).ok();
+    uint64_t mismatches = 0, first = UINT64_MAX, received = 0;
+    for (auto& s : rs.streams) {
+      mismatches += s->mismatches;
+      first = std::min(first, s->first_mismatch);
+      received += s->received.exchange(0);  // each measurement ends with its validation run
+    }
+    Json r = ok(Json{{"mismatches", mismatches}, {"received_bytes", received}});
+    // After the runs, so autotuning shows what it grew the buffer to.
+    if (!rs.streams.empty()) r["rcvbuf_bytes"] = get_int_opt(rs.streams.front()->fd, SOL_SOCKET, SO_RCVBUF);
+    if (mismatches) r["first_mismatch"] = first;
+    return send_json_line(ctrl, r).ok();
+  }
+  return send_json_line(ctrl, not_ok(fmt::format("unknown op '{}'", op))).ok();
+}
+
+void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
+  (void)hello;
+  const std::string link = serve_options.value("link", "");
+  Json info = ok(Json{{"version", 1}, {"congestion", available_congestion()}, {"link", link},
+                      {"may_set_mtu", !link.empty() && may_manage_netns()}});
+  if (!link.empty()) {
+    auto mtu = get_link_mtu("", link);
+    info["link_mtu"] = mtu ? Json(*mtu) : Json(nullptr);
+  }
+  if (!send_json_line(ctrl, info)) return;
+  ReceiverSession rs;
+  while (true) {
+    // Idle between measurements for as long as the client likes; a closed connection ends it.
+    pollfd p{ctrl, POLLIN, 0};
+    const int n = ::poll(&p, 1, 1000);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    auto msg = recv_json_line(ctrl, kControlTimeout);
+    if (!msg) break;
+    if (!handle_op(ctrl, *msg, serve_options, rs)) break;
+  }
+}
+
+ACCELTUNE_REGISTER(PeerHandler, "tcp-stream",
+                   (PeerHandler{"the receiving end of tcp-stream", serve_tcp_stream}))
+
+}  // namespace
+}  // namespace acceltune::tcp_stream
