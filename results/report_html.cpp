@@ -1,43 +1,20 @@
+// The report page of one study (`acceltune report`): its header, the best table, the plots of
+// value versus message size, convergence and each param's effect, the top and the failed trials.
+// The pieces it shares with the compare page are in html_page.hpp.
 #include "results/report_html.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
 
+#include "results/html_page.hpp"
 #include "results/svg.hpp"
-#include "tuner/fingerprint.hpp"
 
 namespace acceltune {
 
+using namespace html_page;
+
 namespace {
-
-using svg::escape;
-
-const char* kStyle = R"~(
-body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222;background:#fff;line-height:1.4}
-h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:3px;margin-top:28px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}
-th,td{border:1px solid #d4d4d4;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.kv th{width:170px}
-.warn{background:#fff4d6;border:1px solid #e0b94a;padding:6px 10px;margin:6px 0;font-size:13px}
-.note{color:#555;font-size:13px}
-figure{margin:8px 0}figcaption{font-size:12px;color:#444;max-width:900px}
-code{font-size:12px;background:#f6f6f6;padding:0 3px}
-.sig{color:#1a7f37;font-weight:bold}.insig{color:#777}.slow{color:#b42318;font-weight:bold}
-details{font-size:13px;margin:6px 0}
-td.headline{min-width:160px}.sig,.insig,.slow{white-space:nowrap}
-)~";
-
-std::string h(const std::string& s) { return escape(s); }
-
-std::string fnum(const std::optional<double>& v) { return v ? format_number(*v) : "-"; }
-
-std::string ratio_text(const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : "-"; }
 
 std::map<std::string, std::string> units_of(const Space& space) {
   std::map<std::string, std::string> u;
@@ -57,62 +34,8 @@ std::string describe(const Json& config, const Json& default_config, const std::
   return out.empty() ? "(default)" : out;
 }
 
-std::string page_start(const std::string& title) {
-  return fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
-                     "<style>{}</style>\n</head>\n<body>\n",
-                     h(title), kStyle);
-}
-
-std::string page_end() {
-  return fmt::format("<footer class=\"note\"><p>Written by acceltune {}. The page is self-contained: inline CSS and "
-                     "SVG, nothing loaded from elsewhere.</p></footer>\n</body>\n</html>\n",
-                     h(acceltune_version()));
-}
-
 std::string kv_row(const std::string& k, const std::string& v_html) {
   return fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", h(k), v_html);
-}
-
-std::string json_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-// Host, CPU, memory, OS and the id in one line, for headers.
-std::string fingerprint_summary(const Json& fp) {
-  if (!fp.is_object()) return "(none)";
-  std::vector<std::string> parts;
-  auto str = [&](const Json& j, const char* k) { return j.contains(k) && !j[k].is_null() ? json_text(j[k]) : ""; };
-  if (!str(fp, "id").empty()) parts.push_back("id " + str(fp, "id"));
-  if (!str(fp, "host").empty()) parts.push_back("host " + str(fp, "host"));
-  const Json cpu = fp.value("cpu", Json::object());
-  if (cpu.is_object()) {
-    std::string c = str(cpu, "model");
-    if (cpu.contains("logical_cores")) {
-      c += fmt::format(", {} cores", json_text(cpu["logical_cores"]));
-      if (cpu.contains("usable_cores") && cpu["usable_cores"] != cpu["logical_cores"]) {
-        c += fmt::format(" ({} usable)", json_text(cpu["usable_cores"]));
-      }
-    }
-    if (!c.empty()) parts.push_back(c);
-  }
-  if (fp.contains("memory_bytes") && fp["memory_bytes"].is_number()) {
-    parts.push_back(fmt::format("{:.1f} GiB memory", fp["memory_bytes"].get<double>() / (1024.0 * 1024 * 1024)));
-  }
-  const Json os = fp.value("os", Json::object());
-  if (os.is_object()) {
-    std::string o = str(os, "name");
-    if (!str(os, "kernel").empty()) o += (o.empty() ? "" : ", ") + str(os, "kernel");
-    if (!o.empty()) parts.push_back(o);
-  }
-  // Sections that other probes add (NUMA nodes, NICs, GPUs, RDMA devices): their sizes.
-  for (const auto& [k, v] : fp.items()) {
-    if (v.is_array() && k != "flags" && !v.empty() && v.front().is_object()) {
-      parts.push_back(fmt::format("{} {}", v.size(), k));
-    } else if (v.is_array() && v.empty() && (k == "gpus" || k == "nics" || k == "rdma")) {
-      parts.push_back(fmt::format("no {}", k));
-    }
-  }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
 }
 
 std::string fingerprint_details(const Json& fp) {
@@ -123,57 +46,10 @@ std::string fingerprint_details(const Json& fp) {
   return o + "</table></details>\n";
 }
 
-bool wide_range(const std::vector<double>& v) {
-  double lo = INFINITY, hi = 0;
-  for (double x : v) {
-    if (std::isfinite(x) && x > 0) {
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-  }
-  return hi > 0 && lo < INFINITY && hi / lo > 20;
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-bool any_size_zero(const std::vector<uint64_t>& sizes) {
-  return std::find(sizes.begin(), sizes.end(), uint64_t{0}) != sizes.end();
-}
-
-// The x axis of a value-versus-size plot: log2 bytes, or one category for size-less kernels.
-svg::Axis size_axis(const std::vector<uint64_t>& sizes) {
-  svg::Axis x;
-  x.label = "message size (bytes, log2 scale)";
-  x.scale = svg::Scale::log2_bytes;
-  if (any_size_zero(sizes)) {
-    x.label = "message size (none: the kernel is size-less)";
-    x.scale = svg::Scale::category;
-    x.categories = {"-"};
-  }
-  return x;
-}
-
-double size_x(const svg::Axis& x, uint64_t bytes) {
-  return x.scale == svg::Scale::category ? 0.0 : static_cast<double>(bytes);
-}
-
-svg::Point point_with_bar(double x, double y, double p10, double p90) {
-  svg::Point p{x, y};
-  if (std::isfinite(p10) && std::isfinite(p90)) {
-    p.lo = std::min(p10, p90);
-    p.hi = std::max(p10, p90);
-  }
-  return p;
-}
-
-// A gain and its 95% interval, "2.47x [2.20, 2.77]".
-std::string interval_text(double ratio, const std::optional<double>& low, const std::optional<double>& high) {
-  return fmt::format("{:.2f}x [{}, {}]", ratio, low && std::isfinite(*low) ? fmt::format("{:.2f}", *low) : "-",
-                     high && std::isfinite(*high) ? fmt::format("{:.2f}", *high) : "-");
 }
 
 // The medians behind a size's certified interval (config, default): the winner's fresh rounds, or
@@ -573,191 +449,6 @@ std::string report_html(const StudyData& s) {
   o += top_trials_section(s);
   o += failed_section(s);
   return o + page_end();
-}
-
-std::string compare_html(const Comparison& c, const std::vector<StudyData>& studies) {
-  std::string title = "acceltune compare:";
-  for (const auto& s : c.studies) title += " " + s.space;
-  std::string o = page_start(title);
-  o += "<h1>acceltune compare</h1>\n<section id=\"studies\">\n<h2>Studies</h2>\n<table>\n";
-  o += "<tr><th>study</th><th>directory</th><th>space</th><th>kernel</th><th>fingerprint</th><th>trials</th>"
-       "<th>certified</th><th>created (UTC)</th></tr>\n";
-  for (size_t k = 0; k < c.studies.size(); ++k) {
-    const auto& s = c.studies[k];
-    const Json fp = k < studies.size() ? studies[k].study.value("fingerprint", Json::object()) : Json::object();
-    o += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}, {}</td><td>{}</td><td class=\"num\">{} "
-                     "({} ok){}</td><td>{}</td><td>{}</td></tr>\n",
-                     h(s.label), h(s.dir), h(s.space), h(s.kernel), h(s.operation), h(fingerprint_summary(fp)), s.trials,
-                     s.trials_ok, s.finished ? "" : ", running or stopped", s.certified ? "yes" : "no",
-                     h(s.created_at));
-  }
-  o += "</table>\n</section>\n";
-  if (!c.warnings.empty()) {
-    o += "<section id=\"warnings\">\n<h2>Comparability</h2>\n";
-    for (const auto& w : c.warnings) o += fmt::format("<p class=\"warn\">warning: {}</p>\n", h(w));
-    o += "</section>\n";
-  }
-
-  // Values per size, one column group per study.
-  o += "<section id=\"values\">\n<h2>Per message size</h2>\n<table>\n<tr><th rowspan=\"2\">size</th>";
-  for (size_t k = 0; k < c.studies.size(); ++k) {
-    o += fmt::format("<th colspan=\"{}\">{}</th>", k == 0 ? 5 : 7, h(c.studies[k].label));
-  }
-  o += "</tr>\n<tr>";
-  for (size_t k = 0; k < c.studies.size(); ++k) {
-    o += fmt::format("<th>default ({0})</th><th>search: recommended ({0})</th><th>search gain</th><th>certified gain "
-                     "[95% interval]</th><th>delivered gain [95% interval]</th>",
-                     h(c.unit));
-    if (k > 0) o += fmt::format("<th>search vs {0}</th><th>default vs {0}</th>", h(c.studies[0].label));
-  }
-  o += "</tr>\n";
-  for (size_t i = 0; i < c.sizes.size(); ++i) {
-    o += fmt::format("<tr><td>{}</td>", h(format_bytes(c.sizes[i])));
-    for (size_t k = 0; k < c.cells[i].size(); ++k) {
-      const CompareCell& e = c.cells[i][k];
-      std::string cert = "not certified";
-      if (e.certified && e.certified_ratio) {
-        cert = fmt::format("<span class=\"{}\">certified {}</span>", e.significant ? "sig" : "insig",
-                           interval_text(*e.certified_ratio, e.ci_low, e.ci_high));
-      }
-      std::string del = "not verified";
-      if (e.delivered) {
-        const Delivered& d = *e.delivered;
-        del = fmt::format("<span class=\"{}\">delivered {}</span>{}", d.slower ? "slow" : d.faster ? "sig" : "insig",
-                          interval_text(d.ratio, d.ci_low, d.ci_high), d.slower ? " slower than the defaults" : "");
-      }
-      o += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                       "<td class=\"num\">{}</td>",
-                       fnum(e.default_value), fnum(e.best_value), ratio_text(e.gain), cert, del);
-      if (k > 0) {
-        o += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>", ratio_text(e.best_vs_first),
-                         ratio_text(e.default_vs_first));
-      }
-    }
-    o += "</tr>\n";
-  }
-  o += "</table>\n<p class=\"note\">Default and recommended are the search's medians (the default trial and the "
-       "config the search recommends at each size); search gain is their ratio, from the search alone; certified is "
-       "the interleaved re-measurement's gain with its 95% interval, when the study was certified; delivered is the "
-       "export loaded the way a job loads it, interleaved with the defaults, when that was measured.</p>\n";
-  for (const auto& s : c.studies) {
-    if (s.delivery_state == "measured") continue;
-    o += fmt::format("<p class=\"note\">{} delivered: not verified: {}.</p>\n", h(s.label),
-                     h(s.delivery_why.empty() ? "not measured yet: acceltune verify measures it" : s.delivery_why));
-  }
-  if (!c.other_sizes.empty()) {
-    o += "<p class=\"note\">Not compared (not measured by every study):";
-    for (const auto& [b, labels] : c.other_sizes) {
-      std::string l;
-      for (const auto& x : labels) l += (l.empty() ? "" : ", ") + x;
-      o += fmt::format(" {} (only {});", h(format_bytes(b)), h(l));
-    }
-    o += "</p>\n";
-  }
-  o += "</section>\n";
-
-  // The plot.
-  svg::Chart chart;
-  chart.title = "default and recommended value versus message size";
-  chart.x = size_axis(c.sizes);
-  chart.y.label = fmt::format("{} ({})", c.unit == "GB/s" ? "bandwidth" : "objective", c.unit);
-  std::vector<double> ys;
-  for (size_t k = 0; k < c.studies.size(); ++k) {
-    svg::Series def{c.studies[k].label + " default", {}, svg::palette(k)};
-    def.dashed = true;
-    def.marker = svg::Marker::square;
-    svg::Series best{c.studies[k].label + " recommended (search median)", {}, svg::palette(k)};
-    for (size_t i = 0; i < c.sizes.size(); ++i) {
-      const CompareCell& e = c.cells[i][k];
-      const double x = size_x(chart.x, c.sizes[i]);
-      if (e.default_value) {
-        def.points.push_back(point_with_bar(x, *e.default_value, e.default_p10.value_or(NAN), e.default_p90.value_or(NAN)));
-        ys.push_back(*e.default_value);
-      }
-      if (e.best_value) {
-        best.points.push_back(point_with_bar(x, *e.best_value, e.best_p10.value_or(NAN), e.best_p90.value_or(NAN)));
-        ys.push_back(*e.best_value);
-      }
-    }
-    chart.series.push_back(def);
-    chart.series.push_back(best);
-  }
-  chart.y.scale = wide_range(ys) ? svg::Scale::log10 : svg::Scale::linear;
-  o += "<section id=\"plot\" class=\"plot\">\n<h2>Default and recommended versus message size</h2>\n<figure>\n";
-  o += svg::render(chart);
-  o += fmt::format("<figcaption>Each study in its own colour: the library default dashed (squares), the config the "
-                   "search recommends per size solid (circles), both the search's medians (certified and delivered "
-                   "gains are in the table above). Error bars span p10 to p90 of the samples of each measurement. "
-                   "Value axis {}.</figcaption>\n</figure>\n</section>\n",
-                   chart.y.scale == svg::Scale::log10 ? "logarithmic" : "linear");
-
-  // Where the best configs differ.
-  std::map<std::string, std::string> units;
-  for (const auto& s : studies) {
-    for (const auto& p : s.space.params()) units.emplace(p.name, p.unit);
-  }
-  o += "<section id=\"configs\">\n<h2>Where the best configs differ</h2>\n";
-  if (c.config_differences.empty()) {
-    o += "<p class=\"note\">The best configs are the same at every compared size.</p>\n";
-  } else {
-    o += "<table>\n<tr><th>size</th><th>param</th>";
-    for (const auto& s : c.studies) o += fmt::format("<th>{}</th>", h(s.label));
-    o += "</tr>\n";
-    for (const auto& d : c.config_differences) {
-      o += fmt::format("<tr><td>{}</td><td>{}</td>", h(format_bytes(d.bytes)), h(d.param));
-      const auto u = units.find(d.param);
-      for (const auto& v : d.values) {
-        o += fmt::format("<td>{}</td>", h(show_param_value(v, u == units.end() ? "" : u->second)));
-      }
-      o += "</tr>\n";
-    }
-    o += "</table>\n";
-  }
-  o += "</section>\n";
-
-  o += fmt::format("<section id=\"fingerprints\">\n<h2>How the fingerprints differ</h2>\n<p class=\"note\">Compared: "
-                   "{}.</p>\n",
-                   c.fingerprint_subset ? "the fields each probe's id hashes (fingerprint_fields)"
-                                        : "the whole fingerprint minus volatile fields (id, clocks, temperatures, "
-                                          "power, load, times)");
-  auto field_table = [&](const std::vector<FieldDifference>& diffs) {
-    std::string t = "<table>\n<tr><th>field</th>";
-    for (const auto& s : c.studies) t += fmt::format("<th>{}</th>", h(s.label));
-    t += "</tr>\n";
-    for (const auto& d : diffs) {
-      t += fmt::format("<tr><td><code>{}</code></td>", h(d.field));
-      for (const auto& v : d.values) t += fmt::format("<td>{}</td>", h(v.is_null() ? "(absent)" : json_text(v)));
-      t += "</tr>\n";
-    }
-    return t + "</table>\n";
-  };
-  if (c.fingerprint_differences.empty()) {
-    o += "<p class=\"note\">No field differs.</p>\n";
-  } else {
-    o += field_table(c.fingerprint_differences);
-  }
-  if (!c.other_fingerprint_differences.empty()) {
-    o += "<p class=\"note\">Other fields that differ (not hashed into the ids):</p>\n";
-    o += field_table(c.other_fingerprint_differences);
-  }
-  o += "</section>\n";
-  return o + page_end();
-}
-
-Status write_page(const std::string& path, const std::string& html) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return input_error("{}: cannot write the page: {}; choose another file", path, std::strerror(errno));
-    f << html;
-    if (!f.flush()) return runtime_error("{}: write failed: {}", path, std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return input_error("{}: cannot write the page: {}; choose another file", path, std::strerror(err));
-  }
-  return {};
 }
 
 }  // namespace acceltune
