@@ -1,3 +1,5 @@
+// The definitions behind probe/nvml.hpp: NVML, the driver's management library, loaded at run time
+// (libnvidia-ml.so.1 comes with the driver, not the toolkit, so it is never linked).
 #include "probe/nvml.hpp"
 
 #include <mutex>

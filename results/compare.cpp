@@ -1,3 +1,5 @@
+// The definitions behind results/compare.hpp: studies read back from their directories, and the
+// comparison of studies of one space measured on different machines or hardware generations.
 #include "results/compare.hpp"
 
 #include <algorithm>

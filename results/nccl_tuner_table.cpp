@@ -1,3 +1,4 @@
+// The definitions behind results/nccl_tuner_table.hpp: the nccl-tuner table.
 #include "results/nccl_tuner_table.hpp"
 
 #include <cerrno>

@@ -1,3 +1,5 @@
+// The definitions behind results/svg.hpp: a small writer of inline SVG charts for the
+// self-contained HTML pages (report, compare).
 #include "results/svg.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The definitions behind search/gp.hpp: a Gaussian-process model over a fixed, finite candidate
+// set.
 #include "search/gp.hpp"
 
 #include <nlopt.hpp>

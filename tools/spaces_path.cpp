@@ -1,3 +1,4 @@
+// The definitions behind tools/spaces_path.hpp: finding spaces.
 #include "tools/spaces_path.hpp"
 
 #include <unistd.h>

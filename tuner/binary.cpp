@@ -1,3 +1,5 @@
+// The definitions behind tuner/binary.hpp: the acceltune binary, for every place that starts it
+// again in a hidden mode.
 #include "tuner/binary.hpp"
 
 #include <filesystem>

@@ -1,3 +1,4 @@
+// The definitions behind tuner/cancel.hpp: cancellation of long commands (search, bench, bring-up).
 #include "tuner/cancel.hpp"
 
 #include <signal.h>

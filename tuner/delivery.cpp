@@ -1,3 +1,4 @@
+// The definitions behind tuner/delivery.hpp: delivered gains.
 #include "tuner/delivery.hpp"
 
 #include <cstdlib>

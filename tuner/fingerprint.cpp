@@ -1,3 +1,6 @@
+// The definitions behind tuner/fingerprint.hpp: the hardware and software fingerprint stored with
+// every study, so results from different machines can be compared side by side, and the hardware
+// probe behind `acceltune probe`.
 #include "tuner/fingerprint.hpp"
 
 #include <dirent.h>

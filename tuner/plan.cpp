@@ -1,3 +1,4 @@
+// The definitions behind tuner/plan.hpp: export plans.
 #include "tuner/plan.hpp"
 
 #include <algorithm>

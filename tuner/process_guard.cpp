@@ -1,3 +1,5 @@
+// The definitions behind tuner/process_guard.hpp: everything a command starts dies with it, however
+// the command ends (exit, crash, SIGKILL).
 #include "tuner/process_guard.hpp"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// The definitions behind tuner/recommend.hpp: noise-aware recommendations.
 #include "tuner/recommend.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The definitions behind tuner/runner.hpp: the trial runner.
 #include "tuner/runner.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// The definitions behind tuner/strategy.hpp: search strategies behind an ask/tell interface, seeded
+// explicitly, registered by name.
 #include "tuner/strategy.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// The definitions behind tuner/study.hpp: the study loop.
 #include "tuner/study.hpp"
 
 #include "tuner/plan.hpp"

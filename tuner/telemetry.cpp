@@ -1,3 +1,4 @@
+// The definitions behind tuner/telemetry.hpp: telemetry during trials.
 #include "tuner/telemetry.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The definitions behind tuner/trial.hpp: a trial.
 #include "tuner/trial.hpp"
 
 #include <chrono>

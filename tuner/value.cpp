@@ -1,3 +1,4 @@
+// The definitions behind tuner/value.hpp: param values and message sizes.
 #include "tuner/value.hpp"
 
 #include <charconv>

@@ -1,3 +1,5 @@
+// The definitions behind kernels/gpu/nccl_config.hpp: the communicator settings of an nccl
+// measurement (the space's native params) as ncclConfig_t fields.
 #include "kernels/gpu/nccl_config.hpp"
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// The definitions behind kernels/rdma/verbs_rules.hpp: the decisions of the verbs kernel that need
+// no RDMA device, as plain functions.
 #include "kernels/rdma/verbs_rules.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+// The definitions behind kernels/shared/child_process.hpp: starting a program with an environment
+// of its own and reading its two output streams apart, to a deadline.
 #include "kernels/shared/child_process.hpp"
 
 #include <fcntl.h>

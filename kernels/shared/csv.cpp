@@ -1,3 +1,4 @@
+// The definitions behind kernels/shared/csv.hpp: a small RFC 4180 reader.
 #include "kernels/shared/csv.hpp"
 
 #include <cerrno>

@@ -1,3 +1,6 @@
+// The definitions behind kernels/shared/team.hpp: a fixed team of threads that runs one function on
+// every member and waits for all of them; the caller is member 0, so a team of one has no
+// synchronisation cost at all.
 #include "kernels/shared/team.hpp"
 
 #if defined(__x86_64__)

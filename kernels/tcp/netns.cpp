@@ -1,3 +1,4 @@
+// The definitions behind kernels/tcp/netns.hpp: network namespaces for transfer kernels.
 #include "kernels/tcp/netns.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// The definitions behind tools/bench/landscape_family.hpp: a seeded family of collective-like
+// landscapes (CSV for the replay kernel), for judging search strategies on instances they were
+// never tuned on.
 #include "tools/bench/landscape_family.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The definitions behind tools/nccl-plugin/table.hpp: the tuning table of the NCCL tuner plugin.
 #include "tools/nccl-plugin/table.hpp"
 
 #include <algorithm>
