@@ -46,11 +46,6 @@ std::string fingerprint_details(const Json& fp) {
   return o + "</table></details>\n";
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The medians behind a size's certified interval (config, default): the winner's fresh rounds, or
 // in older tables its candidate rounds.

@@ -299,10 +299,6 @@ class Bayes final : public Strategy {
 
 }  // namespace
 
-ACCELTUNE_REGISTER(StrategyInfo, "bayes",
-                   (StrategyInfo{"Bayesian optimisation: Gaussian process, log expected improvement",
-                                 [](const Space& space, uint64_t seed) -> Expected<std::unique_ptr<Strategy>> {
-                                   return std::unique_ptr<Strategy>(new Bayes(space, seed));
-                                 }}))
+ACCELTUNE_REGISTER_STRATEGY("bayes", "Bayesian optimisation: Gaussian process, log expected improvement", Bayes)
 
 }  // namespace acceltune

@@ -174,10 +174,6 @@ class Local final : public Strategy {
 
 }  // namespace
 
-ACCELTUNE_REGISTER(StrategyInfo, "local",
-                   (StrategyInfo{"coordinate descent per categorical sub-space, with restarts",
-                                 [](const Space& space, uint64_t seed) -> Expected<std::unique_ptr<Strategy>> {
-                                   return std::unique_ptr<Strategy>(new Local(space, seed));
-                                 }}))
+ACCELTUNE_REGISTER_STRATEGY("local", "coordinate descent per categorical sub-space, with restarts", Local)
 
 }  // namespace acceltune

@@ -216,4 +216,58 @@ fs::path build_dir() { return env_or("ACCELTUNE_BUILD_DIR", ACCELTUNE_BUILD_DIR)
 
 std::string built_path(const char* name, const char* built) { return env_or(name, built); }
 
+MeasureSettings quick_settings(double warmup_seconds, double max_seconds, int min_samples, int max_samples) {
+  MeasureSettings s;
+  s.warmup_seconds = warmup_seconds;
+  s.max_seconds = max_seconds;
+  if (min_samples > 0) s.min_samples = min_samples;
+  if (max_samples > 0) s.max_samples = max_samples;
+  return s;
+}
+
+Delivered delivered_gain(double ratio, double ci_low, double ci_high, int rounds) {
+  Delivered d;
+  d.ratio = ratio;
+  d.ci_low = ci_low;
+  d.ci_high = ci_high;
+  d.rounds = rounds;
+  d.faster = ci_low > 1.0;
+  d.slower = ci_high < 1.0;
+  return d;
+}
+
+Config config_with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets, bool expect_valid) {
+  Config c = s.default_config();
+  for (const auto& [k, v] : sets) {
+    Status st = s.set_value(c, k, v);
+    EXPECT_TRUE(st.ok()) << k << "=" << v << ": " << (st.ok() ? "" : st.error().message);
+  }
+  if (expect_valid) EXPECT_TRUE(s.is_valid(c)) << s.key(c) << ": " << s.why_invalid(c);
+  return c;
+}
+
+std::optional<Attached> attach_shipped(const std::string& name, std::string& skip,
+                                       const std::vector<std::string>& absent_markers,
+                                       const std::function<void(Space&)>& edit) {
+  auto s = Space::load_file(spaces_dir() / (name + ".json"));
+  if (!s) {
+    ADD_FAILURE() << s.error().message;
+    return std::nullopt;
+  }
+  if (edit) edit(*s);
+  auto k = make_kernel(*s);
+  if (!k) {
+    const std::string& msg = k.error().message;
+    for (const auto& marker : absent_markers) {
+      if (msg.find(marker) != std::string::npos) {
+        skip = msg;
+        return std::nullopt;
+      }
+    }
+    ADD_FAILURE() << msg;
+    return std::nullopt;
+  }
+  return Attached{std::move(*s), std::move(*k)};
+}
+
 }  // namespace acceltune::test

@@ -7,6 +7,14 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "tuner/best.hpp"
+#include "tuner/kernel.hpp"
+#include "tuner/measurement.hpp"
 #include "tuner/space.hpp"
 
 namespace acceltune::test {
@@ -42,6 +50,29 @@ CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::p
                   const std::string& env_prefix = "");
 
 std::vector<std::string> lines_of(const std::string& text);
+
+// Short measurements for kernel tests: a warm-up, a time cap, and sample bounds (below 1: the
+// driver's own).
+MeasureSettings quick_settings(double warmup_seconds, double max_seconds, int min_samples = 0, int max_samples = 0);
+
+// A delivered gain with its interval over `rounds` rounds; faster or slower as the interval says.
+Delivered delivered_gain(double ratio, double ci_low, double ci_high, int rounds = 5);
+
+// The default config of a space with NAME=VALUE set; each must be in its domain, and with
+// `expect_valid` the config must keep the space's constraints.
+Config config_with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets,
+                   bool expect_valid = false);
+
+// A shipped space attached to its kernel. When make_kernel's message holds one of
+// `absent_markers` (the backend or hardware is missing) `skip` gets it; any other error fails
+// the test. `edit` changes the space before it is attached.
+struct Attached {
+  Space space;
+  std::unique_ptr<Kernel> kernel;
+};
+std::optional<Attached> attach_shipped(const std::string& name, std::string& skip,
+                                       const std::vector<std::string>& absent_markers,
+                                       const std::function<void(Space&)>& edit = {});
 
 // argv of the acceltune binary's worker mode, for studies run inside a test binary.
 std::vector<std::string> worker_command();
@@ -79,3 +110,14 @@ std::filesystem::path build_dir();
 std::string built_path(const char* name, const char* built);
 
 }  // namespace acceltune::test
+
+// `auto var = attach(ARGS)` in a test, ARGS naming skip_VAR where attach writes why the backend or
+// hardware is absent; the test then skips with that reason (attach: a test file's wrapper of
+// test::attach_shipped).
+#define ATTACH_OR_SKIP(var, ...)                           \
+  std::string skip_##var;                                  \
+  auto var = attach(__VA_ARGS__);                           \
+  if (!var) {                                              \
+    if (!skip_##var.empty()) GTEST_SKIP() << skip_##var;   \
+    return;                                                \
+  }

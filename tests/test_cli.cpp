@@ -3,6 +3,7 @@
 
 #include "tests/helpers.hpp"
 #include "tests/landscape.hpp"
+#include "tuner/kernel.hpp"
 
 #include <set>
 
@@ -49,6 +50,30 @@ TEST(Cli, PlacementFlagsAreRefusedByHostOnlyKernels) {
   auto both = run_cli({"bench", "--space", "host-copy", "--netns", "--peer", "127.0.0.1:1"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+}
+
+// The param table of a kernel, and of a shipped space's kernel with the space's env-bound params.
+TEST(Cli, SpacesPrintsAKernelsParamTable) {
+  auto r = run_cli({"spaces", "--params", "host-copy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel host-copy"), std::string::npos) << r.out;
+  for (const char* row : {"threads", "chunk", "method", "src_offset", "dst_offset", "touch", "hugepages"}) {
+    EXPECT_NE(r.out.find(std::string("\n") + row + " "), std::string::npos) << row << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("1..1024"), std::string::npos) << r.out;
+  auto t = run_cli({"spaces", "--params", "tcp-stream"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("this host's congestion controls"), std::string::npos) << t.out;
+  if (KernelRegistry::instance().find("ucx")) {  // a space: its kernel applies none, its env rows follow
+    auto u = run_cli({"spaces", "--params", "ucx-tcp"});
+    ASSERT_EQ(u.exit_code, 0) << u.err;
+    EXPECT_NE(u.out.find("applies no param itself"), std::string::npos) << u.out;
+    EXPECT_NE(u.out.find("UCX_"), std::string::npos) << u.out;
+  }
+  auto none = run_cli({"spaces", "--params", "nosuch"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no kernel or shipped space of that name"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("host-copy"), std::string::npos) << none.err;
 }
 
 TEST(Cli, UnknownInternalModeExitsTwo) {

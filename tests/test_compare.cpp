@@ -25,11 +25,17 @@ Json fingerprint(int cores, double temperature) {
 
 // Study A: default 10 and 20 GB/s, best (threads=2) 15 and 50. Study B: default 20 and 40, best
 // (threads=4) 30 and 60.
-StudySpec study_a() {
+// A study of the tiny space at 64K and 1M, with the fingerprint of fingerprint(cores, temperature).
+StudySpec tiny_study(int cores, double temperature) {
   StudySpec s;
   s.space_json = test::tiny_space("tiny");
   s.sizes = {k64K, k1M};
-  s.fingerprint = fingerprint(2, 40);
+  s.fingerprint = fingerprint(cores, temperature);
+  return s;
+}
+
+StudySpec study_a() {
+  StudySpec s = tiny_study(2, 40);
   s.trials = {{Json::object(), {{k64K, 10}, {k1M, 20}}, ""},
               {Json{{"threads", 2}}, {{k64K, 15}, {k1M, 50}}, ""},
               {Json{{"method", "stream"}}, {{k64K, 5}, {k1M, 8}}, ""}};
@@ -37,10 +43,7 @@ StudySpec study_a() {
 }
 
 StudySpec study_b() {
-  StudySpec s;
-  s.space_json = test::tiny_space("tiny");
-  s.sizes = {k64K, k1M};
-  s.fingerprint = fingerprint(4, 71);
+  StudySpec s = tiny_study(4, 71);
   s.trials = {{Json::object(), {{k64K, 20}, {k1M, 40}}, ""},
               {Json{{"threads", 4}}, {{k64K, 30}, {k1M, 60}}, ""}};
   return s;

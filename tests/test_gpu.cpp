@@ -14,71 +14,24 @@
 namespace acceltune {
 namespace {
 
-std::filesystem::path spaces_dir() { return test::spaces_dir(); }
 
-MeasureSettings quick() {
-  MeasureSettings s;
-  s.warmup_seconds = 0.005;
-  s.max_seconds = 0.1;
-  s.min_samples = 5;
-  s.max_samples = 30;
-  return s;
-}
+MeasureSettings quick() { return test::quick_settings(0.005, 0.1, 5, 30); }
 
-struct Attached {
-  Space space;
-  std::unique_ptr<Kernel> kernel;
-};
+using test::Attached;
 
 // The space attached to its kernel, or the reason to skip.
 std::optional<Attached> attach(const std::string& name, std::string& skip, const std::function<void(Space&)>& edit = {}) {
-  auto s = Space::load_file(spaces_dir() / (name + ".json"));
-  if (!s) {
-    ADD_FAILURE() << s.error().message;
-    return std::nullopt;
-  }
-  if (edit) edit(*s);
-  auto k = make_kernel(*s);
-  if (!k) {
-    const std::string& msg = k.error().message;
-    if (msg.find("unknown kernel") != std::string::npos || msg.find("none found") != std::string::npos ||
-        msg.find("needs 2") != std::string::npos || msg.find("GPUs; found") != std::string::npos ||
-        msg.find("this node has") != std::string::npos) {
-      skip = msg;
-    } else {
-      ADD_FAILURE() << msg;
-    }
-    return std::nullopt;
-  }
-  return Attached{std::move(*s), std::move(*k)};
+  return test::attach_shipped(name, skip, {"unknown kernel", "none found", "needs 2", "GPUs; found", "this node has"},
+                              edit);
 }
 
-Config with(const Space& s, std::initializer_list<std::pair<const char*, const char*>> sets) {
-  Config c = s.default_config();
-  for (const auto& [k, v] : sets) {
-    Status st = s.set_value(c, k, v);
-    EXPECT_TRUE(st.ok()) << k << "=" << v;
-  }
-  EXPECT_TRUE(s.is_valid(c)) << s.key(c) << ": " << s.why_invalid(c);
-  return c;
+Config with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets) {
+  return test::config_with(s, sets, true);
 }
-
-#define ATTACH_OR_SKIP(var, ...)             \
-  std::string skip_##var;                    \
-  auto var = attach(__VA_ARGS__);            \
-  if (!var) {                                \
-    if (!skip_##var.empty()) GTEST_SKIP() << skip_##var; \
-    return;                                  \
-  }
 
 TEST(CudaCopy, EveryEngineAndMemoryKindCopiesCorrectly) {
   for (const char* name : {"cuda-copy", "cuda-copy-d2h"}) {
-    std::string skip;
-    auto a = attach(name, skip);
-    if (!a) {
-      if (!skip.empty()) GTEST_SKIP() << skip;
-      return;
-    }
+    ATTACH_OR_SKIP(a, name, skip_a);
     for (const char* mem : {"pageable", "pinned", "registered"}) {
       for (const char* engine : {"copy", "sm"}) {
         if (std::string(engine) == "sm" && std::string(mem) == "pageable") continue;
@@ -136,12 +89,7 @@ TEST(Nccl, EveryCollectivePassesItsCheckWithNcclTestsBusbw) {
   for (const char* name : {"nccl-allreduce", "nccl-allgather", "nccl-reduce-scatter", "nccl-broadcast", "nccl-reduce",
                            "nccl-alltoall", "nccl-sendrecv"}) {
     SCOPED_TRACE(name);
-    std::string skip;
-    auto a = attach(name, skip);
-    if (!a) {
-      if (!skip.empty()) GTEST_SKIP() << skip;
-      return;
-    }
+    ATTACH_OR_SKIP(a, name, skip_a);
     for (uint64_t bytes : {uint64_t{4096}, uint64_t{1} << 22}) {
       const Measurement m = a->kernel->measure(a->space, a->space.default_config(), bytes, quick(), {});
       ASSERT_EQ(m.state, State::ok) << m.error;
@@ -192,12 +140,7 @@ TEST(Nccl, MoreRanksThanGpusIsRefused) {
 // With several GPUs a search runs through its workers; with one, a one-rank communicator, it
 // has nothing to tune and says so (exit 2) instead of searching noise.
 TEST(Nccl, SearchThroughWorkersWithEnvParams) {
-  std::string skip;
-  auto a = attach("nccl-allreduce", skip);
-  if (!a) {
-    if (!skip.empty()) GTEST_SKIP() << skip;
-    return;
-  }
+  ATTACH_OR_SKIP(a, "nccl-allreduce", skip_a);
   const bool one_rank = !a->kernel->nothing_to_tune(a->space).empty();
   test::TempDir dir;
   auto r = test::run_cli({"search", "--space", "nccl-allreduce", "--strategy", "random", "--budget", "4", "--sizes",

@@ -28,13 +28,8 @@ Space load(const std::string& name) {
 }
 
 // The default config with some params changed; fails the test on a value outside the domain.
-Config with(const Space& s, std::initializer_list<std::pair<const char*, const char*>> sets) {
-  Config c = s.default_config();
-  for (const auto& [k, v] : sets) {
-    Status st = s.set_value(c, k, v);
-    EXPECT_TRUE(st.ok()) << k << "=" << v << ": " << (st.ok() ? "" : st.error().message);
-  }
-  return c;
+Config with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets) {
+  return test::config_with(s, sets);
 }
 
 bool has_device_files(const char* path) {

@@ -17,13 +17,7 @@ Space copy_space(const std::string& extra_params = "") {
     {"name": "hugepages", "kind": "bool", "default": false})" + extra_params + "]}");
 }
 
-MeasureSettings quick() {
-  MeasureSettings s;
-  s.warmup_seconds = 0.001;
-  s.max_seconds = 0.02;
-  s.min_samples = 3;
-  return s;
-}
+MeasureSettings quick() { return test::quick_settings(0.001, 0.02, 3); }
 
 TEST(HostCopy, EveryMethodCopiesCorrectlyAtOddSizesAndOffsets) {
   Space s = copy_space();

@@ -72,44 +72,39 @@ TEST(Measure, BatchesShortRunsAndReportsGigabytesPerSecond) {
   EXPECT_NEAR(m.value, 1e6 / m.median_seconds / 1e9, 1e-9 * m.value);
 }
 
-TEST(Trial, ObjectiveIsTheGeometricMeanOverSizes) {
+Measurement measured(uint64_t bytes, double value) {
+  Measurement m;
+  m.bytes = bytes;
+  m.value = value;
+  return m;
+}
+
+Trial summarised(std::vector<Measurement> ms) {
   Trial t;
-  Measurement a, b;
-  a.bytes = 1;
-  a.value = 2;
-  b.bytes = 2;
-  b.value = 8;
-  t.measurements = {a, b};
+  t.measurements = std::move(ms);
   summarise(t);
+  return t;
+}
+
+TEST(Trial, ObjectiveIsTheGeometricMeanOverSizes) {
+  const Trial t = summarised({measured(1, 2), measured(2, 8)});
   ASSERT_TRUE(t.value.has_value());
   EXPECT_DOUBLE_EQ(*t.value, 4.0);
   EXPECT_EQ(t.state, State::ok);
 }
 
 TEST(Trial, AFailedSizeFailsTheTrial) {
-  Trial t;
-  Measurement a, b;
-  a.bytes = 65536;
-  a.value = 2;
-  b.bytes = 1048576;
+  Measurement b = measured(1048576, 0);
   b.state = State::failed;
   b.error = "boom";
-  t.measurements = {a, b};
-  summarise(t);
+  const Trial t = summarised({measured(65536, 2), b});
   EXPECT_FALSE(t.value.has_value());
   EXPECT_EQ(t.state, State::failed);
   EXPECT_EQ(t.error, "1M: boom");
 }
 
 TEST(Trial, NonPositiveBandwidthIsInvalid) {
-  Trial t;
-  Measurement a, b;
-  a.bytes = 1;
-  a.value = 2;
-  b.bytes = 2;
-  b.value = 0;
-  t.measurements = {a, b};
-  summarise(t);
+  const Trial t = summarised({measured(1, 2), measured(2, 0)});
   EXPECT_EQ(t.state, State::invalid);
 }
 

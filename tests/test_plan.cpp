@@ -228,13 +228,7 @@ TEST(Plan, JobWideParamsAreOneValueInEveryExport) {
 TEST(Plan, ADeliveredSlowdownFallsBackPerSizeThenAsAWhole) {
   test::TempDir dir;
   BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling");
-  Delivered slow;
-  slow.ratio = 0.8;
-  slow.ci_low = 0.7;
-  slow.ci_high = 0.9;
-  slow.rounds = 5;
-  slow.slower = true;
-  b.sizes[0].delivered = slow;
+  b.sizes[0].delivered = test::delivered_gain(0.8, 0.7, 0.9);
   ASSERT_TRUE(apply_delivered_fallback(b));
   // The per-size choice goes first: 32K keeps ucx with the library's algorithm.
   EXPECT_EQ(b.sizes[0].chosen_config, (Json{{"algorithm", "ignore"}, {"pml", "ucx"}}));
@@ -250,13 +244,7 @@ TEST(Plan, ADeliveredSlowdownFallsBackPerSizeThenAsAWhole) {
 TEST(Plan, BestJsonReadsBackThePlanAndOlderTablesGetOne) {
   test::TempDir dir;
   BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling");
-  Delivered d;
-  d.ratio = 1.6;
-  d.ci_low = 1.4;
-  d.ci_high = 1.8;
-  d.rounds = 5;
-  d.faster = true;
-  b.sizes[0].delivered = d;
+  b.sizes[0].delivered = test::delivered_gain(1.6, 1.4, 1.8);
   b.delivery.state = "measured";
   const Json j = Json::parse(b.to_json().dump());
   EXPECT_EQ(j["schema"], kBestSchema);

@@ -250,13 +250,7 @@ TEST(Report, HeadlinesCertifiedAndDeliveredGainsNotTheLuckiestMeasurement) {
   z.certified_value = 41.5;
   z.certified_default_value = 16.8;
   z.significant = true;
-  Delivered d;
-  d.ratio = 1.93;
-  d.ci_low = 1.61;
-  d.ci_high = 2.31;
-  d.rounds = 5;
-  d.faster = true;
-  z.delivered = d;
+  z.delivered = test::delivered_gain(1.93, 1.61, 2.31);
   b.delivery.state = "measured";
   b.delivery.client = "a plain client";
   test::write_file(t / "s" / "best.json", b.to_json().dump());

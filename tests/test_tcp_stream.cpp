@@ -43,18 +43,10 @@ std::string space_text(const std::string& mtu_values = "[1500]", const std::stri
     {"name": "align", "kind": "ordinal", "values": [0, 64], "default": 0}]})";
 }
 
-MeasureSettings quick() {
-  MeasureSettings s;
-  s.warmup_seconds = 0.001;
-  s.max_seconds = 0.03;
-  s.min_samples = 3;
-  return s;
-}
+MeasureSettings quick() { return test::quick_settings(0.001, 0.03, 3); }
 
 Config with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets) {
-  Config c = s.default_config();
-  for (const auto& [k, v] : sets) EXPECT_TRUE(s.set_value(c, k, v).ok()) << k << "=" << v;
-  return c;
+  return test::config_with(s, sets);
 }
 
 int mss_of(const Measurement& m) { return m.details.value("mss_bytes", 0); }
@@ -386,11 +378,17 @@ TEST_F(TcpStreamNetns, AKernelOwnsItsNamespacesAndRemovesThem) {
   EXPECT_EQ(std::getenv("ACCELTUNE_TCP_NETNS"), nullptr);
 }
 
+// A tcp-stream search over --netns with these arguments, its study in DIR/study.
+test::CliResult search_in_netns(const test::TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), {"search", "--space", "tcp-stream", "--netns"});
+  args.insert(args.end(), {"--out", (dir / "study").string()});
+  return run_cli(args, dir.path());
+}
+
 TEST_F(TcpStreamNetns, AShortSearchIsCertifiedAndLeavesNothing) {
   test::TempDir dir;
-  auto r = run_cli({"search", "--space", "tcp-stream", "--netns", "--budget", "6", "--sizes", "64K,1M", "--max-seconds",
-                    "0.05", "--certify-top", "2", "--certify-rounds", "3", "--out", (dir / "study").string()},
-                   dir.path());
+  auto r = search_in_netns(dir, {"--budget", "6", "--sizes", "64K,1M", "--max-seconds", "0.05", "--certify-top", "2",
+                                 "--certify-rounds", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("gain [95% interval]"), std::string::npos) << r.out;  // the certified table
   EXPECT_TRUE(eventually([] { return leaked_netns().empty(); }, 5));  // a parallel test's kill may be in flight
@@ -407,9 +405,8 @@ TEST_F(TcpStreamNetns, AShortSearchIsCertifiedAndLeavesNothing) {
 
 TEST_F(TcpStreamNetns, WorkersReuseTheParentsNamespaces) {
   test::TempDir dir;
-  auto r = run_cli({"search", "--space", "tcp-stream", "--netns", "--isolation", "worker", "--budget", "3", "--sizes",
-                    "64K", "--max-seconds", "0.03", "--certify-top", "0", "--out", (dir / "study").string()},
-                   dir.path());
+  auto r = search_in_netns(dir, {"--isolation", "worker", "--budget", "3", "--sizes", "64K", "--max-seconds", "0.03",
+                                 "--certify-top", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::set<std::string> seen;
   for (const auto& line : test::lines_of(test::read_file(dir / "study" / "trials.jsonl"))) {
@@ -450,7 +447,7 @@ TEST_F(TcpStreamNetns, WithoutRootNetnsIsOneLine) {
   test::TempDir dir;
   ::chmod(dir.path().c_str(), 0777);
   // A copy the user nobody can read wherever the source tree lives.
-  const auto shipped = std::filesystem::path(__FILE__).parent_path().parent_path() / "spaces" / "tcp-stream.json";
+  const auto shipped = test::spaces_dir() / "tcp-stream.json";
   test::write_file(dir / "tcp-stream.json", test::read_file(shipped));
   ::chmod((dir / "tcp-stream.json").c_str(), 0644);
   auto r = run_cli({"bench", "--space", (dir / "tcp-stream.json").string(), "--netns"}, dir.path(), drop);

@@ -21,52 +21,23 @@
 namespace acceltune {
 namespace {
 
-std::filesystem::path spaces_dir() { return test::spaces_dir(); }
 
-MeasureSettings quick() {
-  MeasureSettings s;
-  s.warmup_seconds = 0.005;
-  s.max_seconds = 0.1;
-  s.max_samples = 30;
-  return s;
-}
+MeasureSettings quick() { return test::quick_settings(0.005, 0.1, 0, 30); }
 
-struct Attached {
-  Space space;
-  std::unique_ptr<Kernel> kernel;
-};
+using test::Attached;
 
 std::optional<Attached> attach(const std::string& name, std::string& skip) {
-  auto s = Space::load_file(spaces_dir() / (name + ".json"));
-  if (!s) {
-    ADD_FAILURE() << s.error().message;
-    return std::nullopt;
-  }
-  auto k = make_kernel(*s);
-  if (!k) {
-    const std::string& msg = k.error().message;
-    if (msg.find("unknown kernel") != std::string::npos || msg.find("none found") != std::string::npos) skip = msg;
-    else ADD_FAILURE() << msg;
-    return std::nullopt;
-  }
-  return Attached{std::move(*s), std::move(*k)};
+  return test::attach_shipped(name, skip, {"unknown kernel", "none found"});
 }
 
-Config with(const Space& s, std::initializer_list<std::pair<const char*, const char*>> sets) {
-  Config c = s.default_config();
-  for (const auto& [k, v] : sets) EXPECT_TRUE(s.set_value(c, k, v).ok()) << k << "=" << v;
-  return c;
+Config with(const Space& s, const std::vector<std::pair<std::string, std::string>>& sets) {
+  return test::config_with(s, sets);
 }
 
 TEST(Verbs, WriteReadAndSendMoveCorrectData) {
   for (const char* name : {"verbs", "verbs-read", "verbs-send"}) {
     SCOPED_TRACE(name);
-    std::string skip;
-    auto a = attach(name, skip);
-    if (!a) {
-      if (!skip.empty()) GTEST_SKIP() << skip;
-      return;
-    }
+    ATTACH_OR_SKIP(a, name, skip_a);
     for (uint64_t bytes : {uint64_t{64}, uint64_t{65536}}) {
       const Config c = with(a->space, {{"qps", "2"}, {"outstanding", "8"}, {"signal_every", "4"}});
       const Measurement m = a->kernel->measure(a->space, c, bytes, quick(), {});
@@ -77,12 +48,7 @@ TEST(Verbs, WriteReadAndSendMoveCorrectData) {
 }
 
 TEST(Verbs, InlineSmallWritesAndLatency) {
-  std::string skip;
-  auto a = attach("verbs-write-lat", skip);
-  if (!a) {
-    if (!skip.empty()) GTEST_SKIP() << skip;
-    return;
-  }
+  ATTACH_OR_SKIP(a, "verbs-write-lat", skip_a);
   const Measurement m = a->kernel->measure(a->space, with(a->space, {{"inline_bytes", "64"}}), 64, quick(), {});
   ASSERT_EQ(m.state, State::ok) << m.error;
   EXPECT_TRUE(m.details.at("inline").get<bool>());
@@ -94,12 +60,7 @@ TEST(Verbs, InlineSmallWritesAndLatency) {
 }
 
 TEST(Verbs, SizeOverThePortsLargestMessageIsInvalid) {
-  std::string skip;
-  auto a = attach("verbs", skip);
-  if (!a) {
-    if (!skip.empty()) GTEST_SKIP() << skip;
-    return;
-  }
+  ATTACH_OR_SKIP(a, "verbs", skip_a);
   const uint64_t bytes = uint64_t{std::numeric_limits<uint32_t>::max()} + 1;
   const Measurement m = a->kernel->measure(a->space, a->space.default_config(), bytes, quick(), {});
   EXPECT_EQ(m.state, State::invalid);
@@ -127,12 +88,7 @@ int active_mtu_bytes(const std::string& device, int port) {
 }
 
 TEST(Verbs, PathMtuAboveThePortsIsAFailedMeasurement) {
-  std::string skip;
-  auto a = attach("verbs", skip);
-  if (!a) {
-    if (!skip.empty()) GTEST_SKIP() << skip;
-    return;
-  }
+  ATTACH_OR_SKIP(a, "verbs", skip_a);
   // The port's active MTU decides: below 4096 (soft-RoCE, most Ethernet ports) the measurement
   // fails naming the MTU; at 4096 it measures.
   const int active = active_mtu_bytes(a->space.extra().value("device", ""), a->space.extra().value("port", 1));

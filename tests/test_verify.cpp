@@ -40,11 +40,16 @@ TEST(Verify, AChangedMachineIsReportedFieldByField) {
   EXPECT_TRUE(fingerprint_drift(a, a).empty());
 }
 
+// A short host-copy study in DIR/s.
+test::CliResult search_host_copy(const test::TempDir& dir, int budget) {
+  return test::run_cli({"search", "--space", "host-copy", "--budget", std::to_string(budget), "--sizes", "64K",
+                        "--max-seconds", "0.02", "--out", "s"},
+                       dir.path());
+}
+
 TEST(Verify, AFamilyWithoutAPlainClientIsNotVerified) {
   test::TempDir dir;
-  auto s = test::run_cli({"search", "--space", "host-copy", "--budget", "3", "--sizes", "64K", "--max-seconds", "0.02",
-                          "--out", "s"},
-                         dir.path());
+  auto s = search_host_copy(dir, 3);
   ASSERT_EQ(s.exit_code, 0) << s.err;
   auto v = test::run_cli({"verify", "s"}, dir.path());
   EXPECT_EQ(v.exit_code, 0) << v.err;
@@ -58,9 +63,7 @@ TEST(Verify, AFamilyWithoutAPlainClientIsNotVerified) {
 
 TEST(Verify, ACorruptOrForeignTableNamesTheFileAndField) {
   test::TempDir dir;
-  auto s = test::run_cli({"search", "--space", "host-copy", "--budget", "2", "--sizes", "64K", "--max-seconds", "0.02",
-                          "--out", "s"},
-                         dir.path());
+  auto s = search_host_copy(dir, 2);
   ASSERT_EQ(s.exit_code, 0) << s.err;
   Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
   best["sizes"][0]["delivered"] = "fast";

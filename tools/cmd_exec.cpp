@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tools/cli.hpp"
+#include "tuner/env_file.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/plan.hpp"
 
@@ -42,18 +43,9 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
   } else {
     std::ifstream in(path);
     if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
-    std::vector<std::pair<std::string, std::string>> vars;
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.empty() || line[0] == '#') continue;
-      const auto eq = line.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return input_error("{}:{}: expected KEY=VALUE, got '{}'", path, n, line);
-      }
-      vars.emplace_back(line.substr(0, eq), line.substr(eq + 1));
-    }
-    return vars;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ACCELTUNE_TRY_ASSIGN(EnvFileText parsed, parse_env_text(text, path));
+    return parsed.vars;
   }
   if (!b.overall_trial) return runtime_error("{}: the study has no config that measured ok", path);
   ACCELTUNE_TRY(write_plan_files(b));

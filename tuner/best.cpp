@@ -1,3 +1,5 @@
+// The definitions behind tuner/best.hpp: the best-per-size table of a study, and the emitters that
+// turn it into files that the communication libraries read.
 #include "tuner/best.hpp"
 
 #include <algorithm>
@@ -12,6 +14,18 @@ Json opt(const std::optional<double>& x) { return x ? Json(*x) : Json(nullptr); 
 std::optional<double> get_opt(const Json& j, const char* k) {
   if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
   return std::nullopt;
+}
+
+// A gain with its interval and medians (a certification candidate, a delivered gain); a gain
+// with fewer than two good rounds has no interval: JSON holds null there.
+template <class Gain>
+void read_gain(const Json& k, Gain& g) {
+  g.ratio = get_opt(k, "ratio").value_or(0.0);
+  g.ci_low = get_opt(k, "ci_low").value_or(0.0);
+  g.ci_high = get_opt(k, "ci_high").value_or(INFINITY);
+  g.value = get_opt(k, "value").value_or(0.0);
+  g.default_value = get_opt(k, "default_value").value_or(0.0);
+  g.rounds = k.value("rounds", 0);
 }
 }  // namespace
 
@@ -199,12 +213,7 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
         cd.trial = k.value("trial", int64_t{0});
         cd.config = k.value("config", Json::object());
         // A candidate with fewer than two good rounds has no interval: JSON holds null there.
-        cd.ratio = get_opt(k, "ratio").value_or(0.0);
-        cd.ci_low = get_opt(k, "ci_low").value_or(0.0);
-        cd.ci_high = get_opt(k, "ci_high").value_or(INFINITY);
-        cd.value = get_opt(k, "value").value_or(0.0);
-        cd.default_value = get_opt(k, "default_value").value_or(0.0);
-        cd.rounds = k.value("rounds", 0);
+        read_gain(k, cd);
         s.candidates.push_back(std::move(cd));
       }
     }
@@ -217,12 +226,7 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
     if (e.contains("delivered") && e["delivered"].is_object()) {
       const Json& d = e["delivered"];
       Delivered dv;
-      dv.ratio = get_opt(d, "ratio").value_or(0.0);
-      dv.ci_low = get_opt(d, "ci_low").value_or(0.0);
-      dv.ci_high = get_opt(d, "ci_high").value_or(INFINITY);
-      dv.value = get_opt(d, "value").value_or(0.0);
-      dv.default_value = get_opt(d, "default_value").value_or(0.0);
-      dv.rounds = d.value("rounds", 0);
+      read_gain(d, dv);
       dv.slower = d.value("slower", false);
       dv.faster = d.value("faster", false);
       s.delivered = dv;

@@ -1,3 +1,4 @@
+// The definitions behind tuner/certify.hpp: certified gains.
 #include "tuner/certify.hpp"
 
 #include <algorithm>
@@ -43,16 +44,6 @@ RatioInterval ratio_interval(const std::vector<double>& candidate, const std::ve
   r.high = std::exp(mean + half);
   return r;
 }
-
-namespace {
-
-double median_of(std::vector<double> xs) {
-  xs.erase(std::remove_if(xs.begin(), xs.end(), [](double x) { return !std::isfinite(x); }), xs.end());
-  if (xs.empty()) return std::nan("");
-  return quantile(xs, 0.5);
-}
-
-}  // namespace
 
 namespace {
 

@@ -1,3 +1,4 @@
+// The definitions behind tuner/kernel.hpp: objectives.
 #include "tuner/kernel.hpp"
 
 #include <algorithm>
@@ -8,6 +9,17 @@ std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+const NativeTable& Kernel::native_table() const {
+  static const NativeTable none;
+  return none;
+}
+
+std::vector<std::string> Kernel::native_params() const {
+  std::vector<std::string> names;
+  for (const auto& p : native_table()) names.push_back(p.name);
+  return names;
 }
 
 Expected<std::unique_ptr<Kernel>> make_kernel(Space& space) {
@@ -32,6 +44,7 @@ Expected<std::unique_ptr<Kernel>> make_kernel(Space& space) {
           space.source(), p.name, space.kernel(), join_names(native));
     }
   }
+  ACCELTUNE_TRY(check_native_values(kernel->native_table(), space, space.kernel()));
   if (space.extra().contains("placement")) {
     const Json& pj = space.extra()["placement"];
     const auto where = kernel->placements();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tuner/measurement.hpp"
+#include "tuner/native_params.hpp"
 #include "tuner/registry.hpp"
 #include "tuner/space.hpp"
 
@@ -26,9 +27,12 @@ enum class KernelIsolation { any, worker_only, in_process_only };
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // The params this kernel applies in process; any other param of a space must be env-bound.
-  // "*" accepts every param (replay).
-  virtual std::vector<std::string> native_params() const = 0;
+  // The params this kernel applies in process, one row each (name, kind, domain, default, unit,
+  // doc); any other param of a space must be env-bound. make_kernel refuses a value outside a
+  // row's domain before attach; a param a space omits is measured at the row's default.
+  virtual const NativeTable& native_table() const;
+  // The names of native_table(); "*" for a kernel that takes every param as its own (replay).
+  virtual std::vector<std::string> native_params() const;
   // Called once per study before any measurement: check the space fits the kernel, load
   // kernel data, restrict the space. Input errors here end the command with exit 2.
   virtual Status attach(Space& space) {

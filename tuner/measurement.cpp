@@ -1,3 +1,4 @@
+// The definitions behind tuner/measurement.hpp: measurements and the measurement driver.
 #include "tuner/measurement.hpp"
 
 #include <algorithm>
@@ -112,6 +113,11 @@ double quantile(std::vector<double> xs, double q) {
   const size_t hi = std::min(lo + 1, xs.size() - 1);
   const double frac = pos - static_cast<double>(lo);
   return xs[lo] + (xs[hi] - xs[lo]) * frac;
+}
+
+double median_of(std::vector<double> xs) {
+  xs.erase(std::remove_if(xs.begin(), xs.end(), [](double x) { return !std::isfinite(x); }), xs.end());
+  return quantile(std::move(xs), 0.5);
 }
 
 std::pair<size_t, size_t> median_ci_ranks(size_t n) {

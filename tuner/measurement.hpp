@@ -56,6 +56,8 @@ struct Measurement {
 
 // Order statistics of a sample; q in [0,1], linear interpolation.
 double quantile(std::vector<double> xs, double q);
+// The median of the finite values (NaN and infinities left out); NaN when there is none.
+double median_of(std::vector<double> xs);
 // Distribution-free 95% interval of the median from order statistics (binomial, normal
 // approximation), as indices into the sorted sample.
 std::pair<size_t, size_t> median_ci_ranks(size_t n);

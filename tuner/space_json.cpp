@@ -106,15 +106,21 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
     if (!j.contains(f)) return r.fail(fmt::format("kind '{}' needs field '{}'", kind, f));
     return {};
   };
+  // An integer axis listed value by value (int, and pow2's normalised form); `why_not` refuses one.
+  auto listed_integers = [&](const std::function<std::string(int64_t)>& why_not) -> Status {
+    if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
+    for (const auto& v : j["values"]) {
+      ACCELTUNE_TRY_ASSIGN(int64_t x, r.integer(v, "values"));
+      if (const std::string why = why_not(x); !why.empty()) return r.fail(why);
+      p.values.emplace_back(x);
+    }
+    return {};
+  };
 
   if (kind == "int") {
     p.kind = ParamKind::int_range;
     if (j.contains("values")) {
-      if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
-      for (const auto& v : j["values"]) {
-        ACCELTUNE_TRY_ASSIGN(int64_t x, r.integer(v, "values"));
-        p.values.emplace_back(x);
-      }
+      ACCELTUNE_TRY(listed_integers([](int64_t) { return std::string(); }));
     } else {
       ACCELTUNE_TRY(need("min"));
       ACCELTUNE_TRY(need("max"));
@@ -135,12 +141,8 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
     p.kind = ParamKind::pow2;
     auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
     if (j.contains("values")) {  // the normalised form a study stores
-      if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
-      for (const auto& v : j["values"]) {
-        ACCELTUNE_TRY_ASSIGN(int64_t x, r.integer(v, "values"));
-        if (!pow2(x)) return r.fail(fmt::format("value {} is not a power of two", x));
-        p.values.emplace_back(x);
-      }
+      ACCELTUNE_TRY(listed_integers(
+          [&](int64_t x) { return pow2(x) ? std::string() : fmt::format("value {} is not a power of two", x); }));
     } else {
     ACCELTUNE_TRY(need("min"));
     ACCELTUNE_TRY(need("max"));

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "tuner/registry.hpp"
 #include "tuner/trial.hpp"
@@ -23,6 +24,18 @@ class Strategy {
   // The measurement effort for the config the last ask() returned (multi-fidelity strategies
   // may propose a config again at a higher effort).
   virtual double effort() const { return 1.0; }
+};
+
+// A strategy that proposes each config at most once: it remembers every config it was told.
+class ProposesOnce : public Strategy {
+ public:
+  void tell(const Trial& trial) override { told_.insert(trial.key); }
+
+ protected:
+  bool was_told(const Space& space, const Config& c) const { return told_.count(space.key(c)) > 0; }
+
+ private:
+  std::unordered_set<std::string> told_;
 };
 
 struct StrategyInfo {
@@ -57,3 +70,12 @@ class Rng {
 uint64_t hash_combine(uint64_t seed, std::string_view text);
 
 }  // namespace acceltune
+
+// Registers strategy Type (constructed from the space and the study's seed) under `name`: one
+// line, the last of the strategy's file.
+#define ACCELTUNE_REGISTER_STRATEGY(name, description, Type)                                                  \
+  ACCELTUNE_REGISTER(::acceltune::StrategyInfo, name,                                                        \
+                     (::acceltune::StrategyInfo{description, [](const ::acceltune::Space& space, uint64_t seed) \
+                                                -> ::acceltune::Expected<std::unique_ptr<::acceltune::Strategy>> { \
+                                                  return std::unique_ptr<::acceltune::Strategy>(new Type(space, seed)); \
+                                                }}))

@@ -1,3 +1,4 @@
+// The definitions behind tuner/verify.hpp: delivered certification.
 #include "tuner/verify.hpp"
 
 #include <cmath>
@@ -12,13 +13,6 @@ namespace acceltune {
 
 namespace {
 
-double median_finite(std::vector<double> xs) {
-  std::vector<double> ok;
-  for (double x : xs) {
-    if (std::isfinite(x)) ok.push_back(x);
-  }
-  return ok.empty() ? std::nan("") : quantile(ok, 0.5);
-}
 
 void diff(const Json& a, const Json& b, const std::string& path, std::vector<std::string>& out) {
   if (a.is_object() && b.is_object()) {
@@ -137,8 +131,8 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
     d.ci_low = ri.low;
     d.ci_high = ri.high;
     d.rounds = ri.n;
-    d.value = median_finite(v_plan[s.bytes]);
-    d.default_value = median_finite(v_def[s.bytes]);
+    d.value = median_of(v_plan[s.bytes]);
+    d.default_value = median_of(v_def[s.bytes]);
     d.slower = ri.n >= 2 && ri.high < 1.0;
     d.faster = ri.n >= 2 && ri.low > 1.0;
     s.delivered = d;

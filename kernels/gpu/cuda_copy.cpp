@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/gpu/cuda_copy_sm.hpp"
+#include "kernels/shared/pattern.hpp"
 #include "kernels/shared/timed_external.hpp"
 #include "tuner/kernel.hpp"
 
@@ -54,7 +55,6 @@ std::string gpu_missing(int needed) {
   return "";
 }
 
-unsigned char pattern_byte(size_t i) { return static_cast<unsigned char>(((i * 2654435761u) >> 7) % 255 + 1); }
 
 struct Memory {
   enum class Where { none, device, pinned, pageable, registered } where = Where::none;
@@ -142,7 +142,7 @@ Status allocate_host(Memory& m, size_t bytes, HostMemory kind, int ordinal) {
 
 struct Settings {
   HostMemory host = HostMemory::pinned;
-  size_t chunk = SIZE_MAX;
+  size_t chunk = 0;
   int streams = 1;
   bool sm = false;
   int threads_per_block = 256;
@@ -164,9 +164,29 @@ class CudaCopy final : public Kernel {
     for (auto* st : streams_) cudaStreamDestroy(st);
   }
 
-  std::vector<std::string> native_params() const override {
-    return {"host_memory", "chunk", "streams", "engine", "threads_per_block", "blocks_per_sm", "vector_bytes",
-            "src_offset", "dst_offset"};
+  const NativeTable& native_table() const override {
+    static const NativeTable table = {
+        choice_param("host_memory", {"pinned", "pageable", "registered"}, "pinned",
+                     "host buffer kind for h2d and d2h (registered: malloc then cudaHostRegister)"),
+        integer_param("chunk", 4096, int64_t{1} << 40, int64_t{1} << 40, "bytes",
+                      "the copy is issued in pieces of this size (the default: one piece)"),
+        integer_param("streams", 1, 64, 1, "streams", "streams the pieces are spread over"),
+        choice_param("engine", {"copy", "sm"}, "copy", "copy engine (cudaMemcpyAsync) or an SM copy kernel"),
+        [] {
+          auto p = integer_param("threads_per_block", 32, 1024, 256, "threads", "SM copy kernel: block size");
+          p.multiple_of = 32;
+          return p;
+        }(),
+        integer_param("blocks_per_sm", 1, 64, 4, "blocks", "SM copy kernel: blocks per multiprocessor"),
+        [] {
+          auto p = integer_param("vector_bytes", 1, 16, 16, "bytes", "SM copy kernel: bytes per load and store");
+          p.pow2 = true;
+          return p;
+        }(),
+        integer_param("src_offset", 0, kMaxOffset, 0, "bytes", "source start past the allocation's alignment"),
+        integer_param("dst_offset", 0, kMaxOffset, 0, "bytes", "destination start past the allocation's alignment"),
+    };
+    return table;
   }
 
   Status attach(Space& space) override {
@@ -183,36 +203,10 @@ class CudaCopy final : public Kernel {
     }
     device_ = space.extra().value("device", 0);
     peer_device_ = space.extra().value("peer_device", 1);
+    // Value domains are the table's (checked before attach); what depends on the operation is here.
     for (const auto& p : space.params()) {
-      if (!p.env.empty()) continue;
-      for (const auto& v : p.values) {
-        const std::string t = to_string(v);
-        if (p.name == "host_memory") {
-          if (t != "pinned" && t != "pageable" && t != "registered") {
-            return input_error("{}: param 'host_memory' value '{}' is not pinned, pageable or registered", space.source(), t);
-          }
-          if (op_ == Op::d2d || op_ == Op::peer) {
-            return input_error("{}: param 'host_memory' has no meaning for operation '{}'; drop it", space.source(), o);
-          }
-        } else if (p.name == "engine") {
-          if (t != "copy" && t != "sm") return input_error("{}: param 'engine' value '{}' is not copy or sm", space.source(), t);
-        } else {
-          if (!is_numeric(v) || std::holds_alternative<bool>(v)) {
-            return input_error("{}: param '{}' of cuda-copy takes numbers, not '{}'", space.source(), p.name, t);
-          }
-          const double x = to_double(v);
-          const bool ok = p.name == "chunk"               ? x >= 4096
-                          : p.name == "streams"           ? x >= 1 && x <= 64
-                          : p.name == "threads_per_block" ? x >= 32 && x <= 1024 && static_cast<int64_t>(x) % 32 == 0
-                          : p.name == "blocks_per_sm"     ? x >= 1 && x <= 64
-                          : p.name == "vector_bytes"      ? x == 1 || x == 2 || x == 4 || x == 8 || x == 16
-                                                          : x >= 0 && x <= static_cast<double>(kMaxOffset);
-          if (!ok) {
-            return input_error("{}: param '{}' value {} is out of range for cuda-copy (chunk >= 4096, streams 1..64, "
-                               "threads_per_block a multiple of 32 up to 1024, blocks_per_sm 1..64, vector_bytes "
-                               "1/2/4/8/16, offsets 0..1M)", space.source(), p.name, t);
-          }
-        }
+      if (p.env.empty() && p.name == "host_memory" && (op_ == Op::d2d || op_ == Op::peer)) {
+        return input_error("{}: param 'host_memory' has no meaning for operation '{}'; drop it", space.source(), o);
       }
     }
     const std::string missing = gpu_missing(op_ == Op::peer ? std::max(device_, peer_device_) + 1 : device_ + 1);
@@ -235,28 +229,19 @@ class CudaCopy final : public Kernel {
   }
 
  private:
-  static Settings read(const Space& space, const Config& c) {
+  Settings read(const Space& space, const Config& c) const {
+    const NativeValues v(native_table(), space, c);
     Settings s;
-    for (size_t k = 0; k < space.params().size(); ++k) {
-      const Param& p = space.params()[k];
-      if (!p.env.empty()) continue;
-      const Value& v = space.value(c, k);
-      if (p.name == "host_memory") {
-        const std::string t = to_string(v);
-        s.host = t == "pageable" ? HostMemory::pageable : t == "registered" ? HostMemory::registered : HostMemory::pinned;
-      } else if (p.name == "engine") {
-        s.sm = to_string(v) == "sm";
-      } else {
-        const auto x = static_cast<int64_t>(to_double(v));
-        if (p.name == "chunk") s.chunk = static_cast<size_t>(x);
-        else if (p.name == "streams") s.streams = static_cast<int>(x);
-        else if (p.name == "threads_per_block") s.threads_per_block = static_cast<int>(x);
-        else if (p.name == "blocks_per_sm") s.blocks_per_sm = static_cast<int>(x);
-        else if (p.name == "vector_bytes") s.vector_bytes = static_cast<int>(x);
-        else if (p.name == "src_offset") s.src_offset = static_cast<size_t>(x);
-        else if (p.name == "dst_offset") s.dst_offset = static_cast<size_t>(x);
-      }
-    }
+    const std::string& host = v.choice("host_memory");
+    s.host = host == "pageable" ? HostMemory::pageable : host == "registered" ? HostMemory::registered : HostMemory::pinned;
+    s.sm = v.choice("engine") == "sm";
+    s.chunk = static_cast<size_t>(v.integer("chunk"));
+    s.streams = static_cast<int>(v.integer("streams"));
+    s.threads_per_block = static_cast<int>(v.integer("threads_per_block"));
+    s.blocks_per_sm = static_cast<int>(v.integer("blocks_per_sm"));
+    s.vector_bytes = static_cast<int>(v.integer("vector_bytes"));
+    s.src_offset = static_cast<size_t>(v.integer("src_offset"));
+    s.dst_offset = static_cast<size_t>(v.integer("dst_offset"));
     return s;
   }
 
@@ -272,7 +257,7 @@ class CudaCopy final : public Kernel {
       else ACCELTUNE_TRY(allocate_device(src_, need, device_));
       // Never all zeros: a pattern that differs between neighbouring bytes and is never 0.
       pattern_.resize(src_.capacity);
-      for (size_t i = 0; i < pattern_.size(); ++i) pattern_[i] = pattern_byte(i);
+      fill_pattern(pattern_.data(), 0, pattern_.size());
       ACCELTUNE_CUDA(cudaMemcpy(src_.ptr, pattern_.data(), pattern_.size(), cudaMemcpyDefault));
     }
     if (dst_.capacity < need || (host_dst && kind_changed)) {

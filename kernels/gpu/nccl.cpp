@@ -41,11 +41,18 @@ extern char** environ;
 namespace acceltune {
 namespace {
 
-const std::vector<std::string>& native_names() {
-  static const std::vector<std::string> n = {"channels",  "min_ctas",   "max_ctas",
-                                             "cga_cluster_size", "nvls_ctas", "cta_policy",
-                                             "channels_per_net_peer"};
-  return n;
+// The ncclConfig_t fields the kernel sets per communicator; -1 leaves a field to NCCL.
+const NativeTable& nccl_native_table() {
+  static const NativeTable table = {
+      integer_param("channels", -1, 64, -1, "CTAs", "pins minCTAs and maxCTAs to this count"),
+      integer_param("min_ctas", -1, 64, -1, "CTAs", "ncclConfig_t minCTAs"),
+      integer_param("max_ctas", -1, 64, -1, "CTAs", "ncclConfig_t maxCTAs"),
+      integer_param("cga_cluster_size", -1, 8, -1, "CTAs", "ncclConfig_t cgaClusterSize (Hopper and newer)"),
+      integer_param("nvls_ctas", -1, 64, -1, "CTAs", "ncclConfig_t nvlsCTAs (NCCL 2.27)"),
+      integer_param("cta_policy", -1, 3, -1, "", "ncclConfig_t CTAPolicy bits: 1 efficiency, 2 zero (NCCL 2.27)"),
+      integer_param("channels_per_net_peer", -1, 64, -1, "channels", "ncclConfig_t nChannelsPerNetPeer (NCCL 2.28)"),
+  };
+  return table;
 }
 
 // The launcher's family, from what it prints for --version (cached: one launcher per space).
@@ -152,7 +159,7 @@ NcclHardware hardware(int devices) {
 
 class Nccl final : public Kernel {
  public:
-  std::vector<std::string> native_params() const override { return native_names(); }
+  const NativeTable& native_table() const override { return nccl_native_table(); }
 
   // One rank: from the space's "ranks" before attach, from the GPUs counted after it.
   std::string nothing_to_tune(const Space& space) const override {

@@ -1,4 +1,7 @@
+// The definitions behind kernels/gpu/nccl_common.hpp: what the nccl kernel knows without NCCL.
 #include "kernels/gpu/nccl_common.hpp"
+
+#include "kernels/shared/collectives.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,19 +26,7 @@ std::optional<NcclOp> nccl_op_from_string(std::string_view name) {
 
 std::string_view to_string(NcclOp op) { return nccl_op_names()[static_cast<size_t>(op)]; }
 
-double nccl_busbw_factor(NcclOp op, int nranks) {
-  const double n = nranks;
-  switch (op) {
-    case NcclOp::allreduce: return 2.0 * (n - 1) / n;
-    case NcclOp::allgather:
-    case NcclOp::reduce_scatter:
-    case NcclOp::alltoall: return (n - 1) / n;
-    case NcclOp::broadcast:
-    case NcclOp::reduce:
-    case NcclOp::sendrecv: return 1.0;
-  }
-  return 1.0;
-}
+double nccl_busbw_factor(NcclOp op, int nranks) { return busbw_factor(to_string(op), nranks); }
 
 uint64_t nccl_effective_bytes(NcclOp op, uint64_t bytes, int nranks) {
   uint64_t elements = bytes / sizeof(float);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/shared/socket_channel.hpp"
 #include "tuner/expected.hpp"
 #include "tuner/value.hpp"
 
@@ -28,12 +29,11 @@ class LineChannel {
   explicit LineChannel(int fd) : fd_(fd) {}
   LineChannel(const LineChannel&) = delete;
   LineChannel& operator=(const LineChannel&) = delete;
-  LineChannel(LineChannel&& o) noexcept : fd_(o.fd_), buffer_(std::move(o.buffer_)) { o.fd_ = -1; }
+  LineChannel(LineChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   LineChannel& operator=(LineChannel&& o) noexcept {
     if (this != &o) {
       close();
       fd_ = o.fd_;
-      buffer_ = std::move(o.buffer_);
       o.fd_ = -1;
     }
     return *this;
@@ -46,48 +46,22 @@ class LineChannel {
   }
   bool open() const { return fd_ >= 0; }
 
+  // The framing is the shared socket channel's: one JSON object per line, a deadline on reads.
   Status send(const Json& j) {
-    const std::string line = j.dump() + "\n";
-    size_t off = 0;
-    while (off < line.size()) {
-      const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return runtime_error("control channel send: {}", std::strerror(errno));
-      off += static_cast<size_t>(n);
-    }
+    Status st = send_json_line(fd_, j);
+    if (!st) return runtime_error("control channel send: {}", st.error().message);
     return {};
   }
 
   Expected<Json> receive(double timeout_seconds) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-    for (;;) {
-      const size_t nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        const std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        Json j = Json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.is_object()) return runtime_error("control channel: malformed message '{}'", line);
-        return j;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return runtime_error("no answer within {} seconds", timeout_seconds);
-      pollfd p{fd_, POLLIN, 0};
-      const int r = ::poll(&p, 1, static_cast<int>(left.count()));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return runtime_error("control channel poll: {}", std::strerror(errno));
-      if (r == 0) continue;
-      char chunk[4096];
-      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0) return runtime_error("the peer closed the control channel");
-      if (n < 0) return runtime_error("control channel recv: {}", std::strerror(errno));
-      buffer_.append(chunk, static_cast<size_t>(n));
-    }
+    auto j = recv_json_line(fd_, timeout_seconds);
+    if (!j) return runtime_error("control channel: {}", j.error().message);
+    if (!j->is_object()) return runtime_error("control channel: malformed message '{}'", j->dump());
+    return std::move(*j);
   }
 
  private:
   int fd_ = -1;
-  std::string buffer_;
 };
 
 // Connects to HOST:PORT (the kernel's listening socket), trying until the deadline.

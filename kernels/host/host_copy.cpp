@@ -15,6 +15,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "kernels/shared/pattern.hpp"
 #include "kernels/shared/team.hpp"
 #include "tuner/kernel.hpp"
 
@@ -92,46 +93,34 @@ std::pair<size_t, size_t> slab(size_t bytes, int t, int n) {
 
 class HostCopy final : public Kernel {
  public:
-  std::vector<std::string> native_params() const override {
-    return {"threads", "chunk", "method", "src_offset", "dst_offset", "touch", "hugepages"};
+  const NativeTable& native_table() const override {
+    static const NativeTable table = {
+        integer_param("threads", 1, 1024, 1, "threads", "threads that copy, each its contiguous share"),
+        integer_param("chunk", 64, int64_t{1} << 40, int64_t{1} << 40, "bytes",
+                      "each thread copies its share in pieces of this size (the default: one piece)"),
+        choice_param("method", {"memcpy", "stream", "rep_movsb"}, "memcpy",
+                     "memcpy, non-temporal streaming stores, or rep movsb (x86-64)"),
+        integer_param("src_offset", 0, 1 << 20, 0, "bytes", "source start past page alignment"),
+        integer_param("dst_offset", 0, 1 << 20, 0, "bytes", "destination start past page alignment"),
+        choice_param("touch", {"main", "workers"}, "main", "who first touches the buffers (their NUMA placement)"),
+        bool_param("hugepages", false, "transparent huge pages for both buffers"),
+    };
+    return table;
   }
 
   Status attach(Space& space) override {
-    for (const auto& p : space.params()) {
-      for (const auto& v : p.values) {
-        if (p.name == "method") {
-          const std::string m = to_string(v);
-          if (m != "memcpy" && m != "stream" && m != "rep_movsb") {
-            return input_error("{}: param 'method' value '{}' is not a copy method of host-copy "
-                               "(memcpy, stream, rep_movsb)", space.source(), m);
-          }
 #if !defined(__x86_64__)
-          if (m != "memcpy") {
-            return input_error("{}: method '{}' needs an x86-64 CPU; use memcpy", space.source(), m);
-          }
-#endif
-        } else if (p.name == "touch") {
-          const std::string m = to_string(v);
-          if (m != "main" && m != "workers") {
-            return input_error("{}: param 'touch' value '{}' is not main or workers", space.source(), m);
-          }
-        } else if (p.name == "hugepages") {
-          if (p.kind != ParamKind::boolean) return input_error("{}: param 'hugepages' must be kind bool", space.source());
-        } else if (p.env.empty()) {
-          if (!is_numeric(v) || std::holds_alternative<bool>(v)) {
-            return input_error("{}: param '{}' of host-copy takes numbers, not '{}'", space.source(), p.name, to_string(v));
-          }
-          const double x = to_double(v);
-          const bool ok = p.name == "threads"  ? x >= 1 && x <= 1024
-                          : p.name == "chunk" ? x >= 64
-                                              : x >= 0 && x <= 1 << 20;
-          if (!ok) {
-            return input_error("{}: param '{}' value {} is out of range for host-copy (threads 1..1024, "
-                               "chunk >= 64, offsets 0..1M)", space.source(), p.name, to_string(v));
-          }
+    for (const auto& p : space.params()) {
+      if (p.name != "method" || !p.env.empty()) continue;
+      for (const auto& v : p.values) {
+        if (to_string(v) != "memcpy") {
+          return input_error("{}: method '{}' needs an x86-64 CPU; use memcpy", space.source(), to_string(v));
         }
       }
     }
+#else
+    (void)space;
+#endif
     return {};
   }
 
@@ -180,30 +169,24 @@ class HostCopy final : public Kernel {
  private:
   struct Settings {
     int threads = 1;
-    size_t chunk = SIZE_MAX;
+    size_t chunk = 0;
     Method method = Method::memcpy_;
     size_t src_offset = 0, dst_offset = 0;
     bool touch_workers = false;
     bool huge = false;
   };
 
-  static Settings read(const Space& space, const Config& c) {
+  Settings read(const Space& space, const Config& c) const {
+    const NativeValues v(native_table(), space, c);
     Settings s;
-    for (size_t k = 0; k < space.params().size(); ++k) {
-      const Param& p = space.params()[k];
-      if (!p.env.empty()) continue;
-      const Value& v = space.value(c, k);
-      if (p.name == "threads") s.threads = static_cast<int>(to_double(v));
-      else if (p.name == "chunk") s.chunk = static_cast<size_t>(to_double(v));
-      else if (p.name == "src_offset") s.src_offset = static_cast<size_t>(to_double(v));
-      else if (p.name == "dst_offset") s.dst_offset = static_cast<size_t>(to_double(v));
-      else if (p.name == "touch") s.touch_workers = to_string(v) == "workers";
-      else if (p.name == "hugepages") s.huge = std::get<bool>(v);
-      else if (p.name == "method") {
-        const std::string m = to_string(v);
-        s.method = m == "stream" ? Method::stream : m == "rep_movsb" ? Method::rep_movsb : Method::memcpy_;
-      }
-    }
+    s.threads = static_cast<int>(v.integer("threads"));
+    s.chunk = static_cast<size_t>(v.integer("chunk"));
+    s.src_offset = static_cast<size_t>(v.integer("src_offset"));
+    s.dst_offset = static_cast<size_t>(v.integer("dst_offset"));
+    s.touch_workers = v.choice("touch") == "workers";
+    s.huge = v.boolean("hugepages");
+    const std::string& m = v.choice("method");
+    s.method = m == "stream" ? Method::stream : m == "rep_movsb" ? Method::rep_movsb : Method::memcpy_;
     return s;
   }
 
@@ -233,7 +216,7 @@ class HostCopy final : public Kernel {
     char* dst = pair.dst->data;
     // Never all zeros: a pattern that differs between neighbouring bytes and is never 0.
     auto fill = [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) src[i] = static_cast<char>(((i * 2654435761u) >> 7) % 255 + 1);
+      fill_pattern(src + begin, begin, end - begin);
       std::memset(dst + begin, 0, end - begin);
     };
     if (s.touch_workers) {

@@ -301,7 +301,6 @@ class MpiColl final : public Kernel {
     }
   }
 
-  std::vector<std::string> native_params() const override { return {}; }
   std::vector<std::string> placements() const override { return {"loopback"}; }
   KernelIsolation isolation() const override {
     // Inside a launcher rank 0 is the study's own process: a worker would be a new MPI process.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/shared/collectives.hpp"
 #include "tuner/service.hpp"
 
 namespace acceltune::mpi_coll {
@@ -23,12 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The collectives MPI runs here; their busbw factors are the shared table's (kernels/shared/collectives).
 const Collective kCollectives[] = {
-    {Op::allreduce, "allreduce", [](int n) { return 2.0 * (n - 1) / n; }},
-    {Op::allgather, "allgather", [](int n) { return static_cast<double>(n - 1) / n; }},
-    {Op::reduce_scatter, "reduce_scatter", [](int n) { return static_cast<double>(n - 1) / n; }},
-    {Op::bcast, "bcast", [](int) { return 1.0; }},
-    {Op::alltoall, "alltoall", [](int n) { return static_cast<double>(n - 1) / n; }},
+    {Op::allreduce, "allreduce"}, {Op::allgather, "allgather"}, {Op::reduce_scatter, "reduce_scatter"},
+    {Op::bcast, "bcast"},         {Op::alltoall, "alltoall"},
 };
 
 }  // namespace
@@ -411,7 +410,7 @@ Measurement Engine::measure_size(const Collective& coll, uint64_t bytes, const M
   }
   m.bytes = moved;
   finish_bandwidth(m);
-  const double factor = coll.busbw_factor(n);
+  const double factor = busbw_factor(coll.name, n);
   const double algbw = m.value;
   m.value *= factor;
   m.value_p10 *= factor;

@@ -29,8 +29,7 @@ enum class Op { allreduce, allgather, reduce_scatter, bcast, alltoall };
 
 struct Collective {
   Op op;
-  const char* name;
-  double (*busbw_factor)(int ranks);
+  const char* name;  // also its row in the shared collectives' table (busbw factor)
 };
 
 const Collective* find_collective(const std::string& name);

@@ -46,14 +46,24 @@ using verbs::kCmdQuit;
 using verbs::kFarEndFd;
 using verbs::kStepTimeoutSeconds;
 using verbs::load_byte;
-using verbs::pattern_byte;
 using verbs::recv_all;
 using verbs::send_all;
 
 class Verbs final : public Kernel {
  public:
-  std::vector<std::string> native_params() const override {
-    return {"mtu", "qps", "outstanding", "inline_bytes", "signal_every"};
+  const NativeTable& native_table() const override {
+    static const NativeTable table = [] {
+      NativeTable t = {
+          integer_param("mtu", 256, 4096, 4096, "bytes", "the queue pairs' path MTU (at most the port's active MTU)"),
+          integer_param("qps", 1, verbs::kMaxQps, 1, "queue pairs", "queue pairs the transfer is spread over"),
+          integer_param("outstanding", 1, 4096, 16, "work requests", "posted and not yet completed, per queue pair"),
+          integer_param("inline_bytes", 0, 1024, 0, "bytes", "largest message sent inline with its work request"),
+          integer_param("signal_every", 1, 4096, 1, "work requests", "one signalled completion per this many"),
+      };
+      t[0].pow2 = true;
+      return t;
+    }();
+    return table;
   }
   std::vector<std::string> placements() const override { return {"loopback"}; }
 
@@ -78,36 +88,6 @@ class Verbs final : public Kernel {
     device_ = x.value("device", "");
     port_ = x.value("port", 1);
     gid_index_ = x.value("gid_index", -1);  // -1: the port's default, chosen when the device opens
-    for (const auto& p : space.params()) {
-      if (!p.env.empty()) continue;
-      for (const auto& v : p.values) {
-        if (!is_numeric(v) || std::holds_alternative<bool>(v) || std::holds_alternative<double>(v)) {
-          return input_error("{}: param '{}' of verbs takes integers, not '{}'", space.source(), p.name, to_string(v));
-        }
-        const int64_t n = std::get<int64_t>(v);
-        std::string range;
-        bool ok = true;
-        if (p.name == "mtu") {
-          ok = n == 256 || n == 512 || n == 1024 || n == 2048 || n == 4096;
-          range = "256, 512, 1024, 2048 or 4096";
-        } else if (p.name == "qps") {
-          ok = n >= 1 && n <= verbs::kMaxQps;
-          range = fmt::format("1..{}", verbs::kMaxQps);
-        } else if (p.name == "outstanding") {
-          ok = n >= 1 && n <= 4096;
-          range = "1..4096";
-        } else if (p.name == "inline_bytes") {
-          ok = n >= 0 && n <= 1024;
-          range = "0..1024";
-        } else if (p.name == "signal_every") {
-          ok = n >= 1 && n <= 4096;
-          range = "1..4096";
-        }
-        if (!ok) {
-          return input_error("{}: param '{}' value {} is out of range for verbs ({})", space.source(), p.name, n, range);
-        }
-      }
-    }
     // The device and its port's largest message, so a size over it is an invalid point, not a failure.
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);
@@ -171,17 +151,12 @@ class Verbs final : public Kernel {
   }
 
  private:
-  static Settings read(const Space& space, const Config& c) {
+  Settings read(const Space& space, const Config& c) const {
+    const NativeValues v(native_table(), space, c);
     Settings s;
-    for (size_t k = 0; k < space.params().size(); ++k) {
-      const Param& p = space.params()[k];
-      if (!p.env.empty()) continue;
-      const int v = static_cast<int>(to_double(space.value(c, k)));
-      if (p.name == "mtu") s.mtu = v;
-      else if (p.name == "qps") s.qps = v;
-      else if (p.name == "outstanding") s.outstanding = v;
-      else if (p.name == "inline_bytes") s.inline_bytes = v;
-      else if (p.name == "signal_every") s.signal_every = v;
+    for (auto [field, name] : {std::pair{&Settings::mtu, "mtu"}, {&Settings::qps, "qps"}, {&Settings::outstanding, "outstanding"},
+                               {&Settings::inline_bytes, "inline_bytes"}, {&Settings::signal_every, "signal_every"}}) {
+      s.*field = static_cast<int>(v.integer(name));  // every domain fits an int
     }
     return s;
   }

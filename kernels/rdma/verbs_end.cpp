@@ -47,8 +47,6 @@ std::vector<verbs::GidEntry> gid_table(ibv_context* ctx, uint8_t port, int lengt
 
 }  // namespace
 
-unsigned char pattern_byte(size_t i) { return static_cast<unsigned char>(((i * 2654435761u) >> 7) % 255 + 1); }
-
 unsigned char load_byte(const unsigned char* p) {
   const unsigned char b = *static_cast<const volatile unsigned char*>(p);
   std::atomic_thread_fence(std::memory_order_acquire);

@@ -12,12 +12,11 @@
 #include <vector>
 
 #include "kernels/rdma/verbs_rules.hpp"
+#include "kernels/shared/pattern.hpp"
 #include "tuner/expected.hpp"
 
 namespace acceltune::verbs {
 
-// The pattern of the data a transfer moves, byte i of it.
-unsigned char pattern_byte(size_t i);
 
 // The memory that a ping-pong's incoming writes fill, read while the device writes it.
 unsigned char load_byte(const unsigned char* p);

@@ -1,6 +1,7 @@
 // The far end of the verbs kernel: the acceltune binary started again in the hidden mode
 // __verbs-far-end, with its own RDMA end, as a second host would have. It exchanges queue pairs
-// and memory with the kernel over their socket pair (send_all, recv_all, also defined here),
+// and memory with the kernel over their socket pair (send_all and recv_all: the shared socket channel
+// with the far end named in errors),
 // keeps receives posted, answers each message of a ping-pong, and checks what arrived when asked.
 #include "kernels/rdma/verbs_far_end.hpp"
 
@@ -22,35 +23,10 @@
 
 namespace acceltune::verbs {
 
-Status send_all(int fd, const void* p, size_t n) {
-  const auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return runtime_error("the far end went away: {}", std::strerror(errno));
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
-  return {};
-}
+Status send_all(int fd, const void* p, size_t n) { return acceltune::send_all(fd, p, n, "exchange with the far end"); }
 
 Status recv_all(int fd, void* p, size_t n, double timeout_seconds) {
-  auto* c = static_cast<char*>(p);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  while (n > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return runtime_error("the far end did not answer within {} seconds", timeout_seconds);
-    pollfd pf{fd, POLLIN, 0};
-    const int r = ::poll(&pf, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    const ssize_t got = ::recv(fd, c, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return runtime_error("the far end went away");
-    c += got;
-    n -= static_cast<size_t>(got);
-  }
-  return {};
+  return acceltune::recv_all(fd, p, n, timeout_seconds, "answer of the far end");
 }
 
 namespace {

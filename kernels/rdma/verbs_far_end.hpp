@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/shared/socket_channel.hpp"
 #include "tuner/expected.hpp"
 
 namespace acceltune::verbs {

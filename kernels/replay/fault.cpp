@@ -17,33 +17,28 @@ namespace {
 
 class Fault final : public Kernel {
  public:
-  std::vector<std::string> native_params() const override { return {"mode", "value", "slow_seconds"}; }
+  const NativeTable& native_table() const override {
+    static const NativeTable table = {
+        choice_param("mode", {"ok", "crash", "hang", "exit", "nan", "slow"}, "ok", "how the measurement misbehaves"),
+        number_param("value", -1e300, 1e300, 1.0, "units", "what an ok or slow measurement reports"),
+        number_param("slow_seconds", 0, 3600, 0.2, "seconds", "how long a slow measurement sleeps"),
+    };
+    return table;
+  }
   KernelIsolation isolation() const override { return KernelIsolation::worker_only; }
   std::string unit() const override { return "units"; }
 
   Status attach(Space& space) override {
     auto k = space.param_index("mode");
     if (!k) return input_error("{}: kernel 'fault' needs a categorical param 'mode'", space.source());
-    for (const auto& v : space.params()[*k].values) {
-      const std::string m = to_string(v);
-      if (m != "ok" && m != "crash" && m != "hang" && m != "exit" && m != "nan" && m != "slow") {
-        return input_error("{}: fault mode '{}' is not one of ok, crash, hang, exit, nan, slow", space.source(), m);
-      }
-    }
     return {};
   }
 
   Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings&,
                       const MeasureContext&) override {
-    std::string mode = "ok";
-    double value = 1.0, slow = 0.2;
-    for (size_t k = 0; k < space.params().size(); ++k) {
-      const std::string& name = space.params()[k].name;
-      const Value& v = space.value(config, k);
-      if (name == "mode") mode = to_string(v);
-      if (name == "value") value = to_double(v);
-      if (name == "slow_seconds") slow = to_double(v);
-    }
+    const NativeValues v(native_table(), space, config);
+    const std::string mode = v.choice("mode");
+    const double value = v.number("value"), slow = v.number("slow_seconds");
     Measurement m;
     m.bytes = bytes;
     if (mode == "crash") {

@@ -1,4 +1,4 @@
-// The far end of transfer kernels, and the small socket helpers they share.
+// The far end of transfer kernels (its socket helpers are in kernels/shared/socket_channel.hpp).
 //
 // `acceltune serve` (and, on this host, a kernel's own in-process server) listens on a control
 // port. A client connects and sends one JSON line, the hello: {"kind": "tcp-stream", ...} or
@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "kernels/shared/socket_channel.hpp"
 #include "tuner/registry.hpp"
 #include "tuner/value.hpp"
 
@@ -24,33 +25,6 @@ struct PeerHandler {
   std::function<void(int fd, const Json& hello, const Json& serve_options)> serve;
 };
 using PeerHandlerRegistry = Registry<PeerHandler>;
-
-// One JSON object per line over a stream socket.
-Status send_json_line(int fd, const Json& j);
-// Waits at most timeout_seconds for a whole line; a closed connection is an error.
-Expected<Json> recv_json_line(int fd, double timeout_seconds);
-
-// "HOST:PORT" (also "[v6]:PORT") into its parts; errors name the text.
-Expected<std::pair<std::string, int>> parse_host_port(const std::string& text);
-// A connected TCP socket to host:port within timeout_seconds; errors say what failed
-// ("cannot connect to 198.18.0.2:18515: connection refused; is 'acceltune serve' running there?").
-Expected<int> connect_tcp(const std::string& host, int port, double timeout_seconds);
-// A listening TCP socket on bind_addr:port (port 0: ephemeral); the chosen port in *bound_port.
-Expected<int> listen_tcp(const std::string& bind_addr, int port, int* bound_port);
-
-// As connect_tcp, with `prepare` called on the socket before it connects (options that must be
-// set before the handshake, such as buffer sizes); its error fails the call.
-Expected<int> connect_tcp(const std::string& host, int port, double timeout_seconds,
-                          const std::function<Status(int fd)>& prepare);
-// As listen_tcp, with `prepare` called on the socket before it binds (accepted sockets inherit
-// the listener's buffer sizes and congestion control).
-Expected<int> listen_tcp(const std::string& bind_addr, int port, int* bound_port,
-                         const std::function<Status(int fd)>& prepare);
-// Waits at most timeout_seconds for a connection on a listening socket.
-Expected<int> accept_tcp(int listen_fd, double timeout_seconds);
-// The numeric address of either side of a connected socket ("198.18.0.1").
-std::string local_address(int fd);
-std::string remote_address(int fd);
 
 // A control server on a thread of this process (loopback and netns placements): it accepts
 // until stopped, and each connection runs its handler on a thread of its own. With a network

@@ -79,8 +79,25 @@ TcpStream::~TcpStream() {
   if (memfd_ >= 0) ::close(memfd_);
 }
 
-std::vector<std::string> TcpStream::native_params() const {
-  return {"mtu", "sndbuf", "rcvbuf", "streams", "write_size", "nodelay", "zerocopy", "congestion", "align"};
+const NativeTable& TcpStream::native_table() const {
+  static const NativeTable table = [] {
+    NativeTable t = {
+        integer_param("mtu", 576, 65535, 1500, "bytes", "the link's MTU (netns and peer placements set it)"),
+        integer_param("sndbuf", 0, 1 << 30, 0, "bytes", "SO_SNDBUF of each data socket; 0 leaves autotuning on"),
+        integer_param("rcvbuf", 0, 1 << 30, 0, "bytes", "SO_RCVBUF of each data socket; 0 leaves autotuning on"),
+        integer_param("streams", 1, 128, 1, "connections", "parallel data connections, each its share"),
+        integer_param("write_size", 1, 256 << 20, 128 << 10, "bytes", "bytes per send call"),
+        bool_param("nodelay", false, "TCP_NODELAY on the data sockets"),
+        choice_param("zerocopy", {"none", "msg_zerocopy", "sendfile"}, "none",
+                     "plain send, MSG_ZEROCOPY, or sendfile from a memfd"),
+        choice_param("congestion", {}, "cubic",
+                     "TCP_CONGESTION of the data sockets (net.ipv4.tcp_available_congestion_control)"),
+        integer_param("align", 0, kPage - 1, 0, "bytes", "the send buffer's offset from a page"),
+    };
+    t[7].domain = "this host's congestion controls";
+    return t;
+  }();
+  return table;
 }
 
 Status TcpStream::attach(Space& space) {
@@ -233,36 +250,16 @@ Measurement TcpStream::measure(const Space& space, const Config& config, uint64_
   return m;
 }
 
+// The table checks every value's domain before attach; the congestion controls are this host's.
 Status TcpStream::check_params(const Space& space) const {
   for (const auto& p : space.params()) {
-    if (!p.env.empty()) continue;
+    if (!p.env.empty() || p.name != "congestion") continue;
     for (const auto& v : p.values) {
       const std::string text = to_string(v);
-      auto number = [&](double lo, double hi, const char* range) -> Status {
-        if (!is_numeric(v) || std::holds_alternative<bool>(v) || to_double(v) < lo || to_double(v) > hi) {
-          return input_error("{}: param '{}' value '{}' is out of range for tcp-stream ({})", space.source(), p.name,
-                             text, range);
-        }
-        return {};
-      };
-      if (p.name == "mtu") ACCELTUNE_TRY(number(576, 65535, "mtu 576..65535"));
-      else if (p.name == "sndbuf" || p.name == "rcvbuf") ACCELTUNE_TRY(number(0, 1 << 30, "0 (autotuning) .. 1G"));
-      else if (p.name == "streams") ACCELTUNE_TRY(number(1, 128, "streams 1..128"));
-      else if (p.name == "write_size") ACCELTUNE_TRY(number(1, 256 << 20, "write_size 1..256M"));
-      else if (p.name == "align") ACCELTUNE_TRY(number(0, kPage - 1, "align 0..4095, the offset from a page"));
-      else if (p.name == "nodelay") {
-        if (p.kind != ParamKind::boolean) return input_error("{}: param 'nodelay' must be kind bool", space.source());
-      } else if (p.name == "zerocopy") {
-        if (text != "none" && text != "msg_zerocopy" && text != "sendfile") {
-          return input_error("{}: param 'zerocopy' value '{}' is not none, msg_zerocopy or sendfile", space.source(),
-                             text);
-        }
-      } else if (p.name == "congestion") {
-        if (!known_congestion().count(text)) {
-          const auto have = available_congestion();
-          return input_error("{}: param 'congestion' value '{}' is not a TCP congestion control (this host has: {})",
-                             space.source(), text, join_names(have));
-        }
+      if (!known_congestion().count(text)) {
+        const auto have = available_congestion();
+        return input_error("{}: param 'congestion' value '{}' is not a TCP congestion control (this host has: {})",
+                           space.source(), text, join_names(have));
       }
     }
   }
@@ -319,25 +316,19 @@ Status TcpStream::restrict_congestion(const Space& space, std::vector<std::funct
   return {};
 }
 
-Settings TcpStream::read(const Space& space, const Config& c) {
+Settings TcpStream::read(const Space& space, const Config& c) const {
+  const NativeValues v(native_table(), space, c);
   Settings s;
-  for (size_t k = 0; k < space.params().size(); ++k) {
-    const Param& p = space.params()[k];
-    if (!p.env.empty()) continue;
-    const Value& v = space.value(c, k);
-    if (p.name == "mtu") s.mtu = static_cast<int>(to_double(v));
-    else if (p.name == "sndbuf") s.sndbuf = static_cast<int64_t>(to_double(v));
-    else if (p.name == "rcvbuf") s.rcvbuf = static_cast<int64_t>(to_double(v));
-    else if (p.name == "streams") s.streams = static_cast<int>(to_double(v));
-    else if (p.name == "write_size") s.write_size = static_cast<int64_t>(to_double(v));
-    else if (p.name == "nodelay") s.nodelay = std::get<bool>(v);
-    else if (p.name == "align") s.align = static_cast<int64_t>(to_double(v));
-    else if (p.name == "congestion") s.congestion = to_string(v);
-    else if (p.name == "zerocopy") {
-      const std::string z = to_string(v);
-      s.zerocopy = z == "msg_zerocopy" ? Zerocopy::msg_zerocopy : z == "sendfile" ? Zerocopy::sendfile : Zerocopy::none;
-    }
-  }
+  s.mtu = static_cast<int>(v.integer("mtu"));
+  s.sndbuf = v.integer("sndbuf");
+  s.rcvbuf = v.integer("rcvbuf");
+  s.streams = static_cast<int>(v.integer("streams"));
+  s.write_size = v.integer("write_size");
+  s.nodelay = v.boolean("nodelay");
+  s.align = v.integer("align");
+  s.congestion = v.choice("congestion");
+  const std::string& z = v.choice("zerocopy");
+  s.zerocopy = z == "msg_zerocopy" ? Zerocopy::msg_zerocopy : z == "sendfile" ? Zerocopy::sendfile : Zerocopy::none;
   return s;
 }
 

@@ -41,7 +41,7 @@ struct Settings {
 class TcpStream final : public Kernel {
  public:
   ~TcpStream() override;
-  std::vector<std::string> native_params() const override;
+  const NativeTable& native_table() const override;
   std::vector<std::string> placements() const override { return {"loopback", "netns", "peer"}; }
   Status attach(Space& space) override;
   Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
@@ -69,7 +69,7 @@ class TcpStream final : public Kernel {
   Status restrict_congestion(const Space& space, std::vector<std::function<bool(const Config&)>>& keep,
                              std::vector<std::string>& why);
 
-  static Settings read(const Space& space, const Config& c);
+  Settings read(const Space& space, const Config& c) const;
   void release_placement();
 
   // ---- the session and the data connections (tcp_stream_sender.cpp) ----

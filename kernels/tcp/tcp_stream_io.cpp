@@ -67,35 +67,4 @@ int get_int_opt(int fd, int level, int name) {
   return v;
 }
 
-Status send_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return runtime_error("the receiver took nothing for {:.0f} s", kIoTimeout);
-      return runtime_error("send: {}", std::strerror(errno));
-    }
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return {};
-}
-
-Status recv_all(int fd, void* data, size_t n, const char* what) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t k = ::recv(fd, p, n, 0);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return runtime_error("no {} within {:.0f} s", what, kIoTimeout);
-      return runtime_error("receiving the {}: {}", what, std::strerror(errno));
-    }
-    if (k == 0) return runtime_error("the far end closed the data connection while sending the {}", what);
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return {};
-}
-
 }  // namespace acceltune::tcp_stream

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/shared/pattern.hpp"
+#include "kernels/shared/socket_channel.hpp"
 #include "tuner/expected.hpp"
 
 namespace acceltune::tcp_stream {
@@ -23,7 +25,6 @@ constexpr double kIoTimeout = 4.0;
 constexpr double kControlTimeout = 8.0;
 constexpr size_t kPage = 4096;
 
-inline char pattern_byte(uint64_t i) { return static_cast<char>(((i * 2654435761u) >> 7) % 255 + 1); }
 
 std::vector<std::string> available_congestion();
 void set_timeouts(int fd, double send_seconds, double recv_seconds);
@@ -33,8 +34,6 @@ Status set_buffer(int fd, bool send_side, int64_t bytes);
 Status set_congestion(int fd, const std::string& cc);
 std::string get_congestion(int fd);
 int get_int_opt(int fd, int level, int name);
-Status send_all(int fd, const void* data, size_t n);
-Status recv_all(int fd, void* data, size_t n, const char* what);
 
 // A page-aligned anonymous mapping; data() is `align` bytes past the page boundary.
 class AlignedBuffer {

@@ -107,7 +107,7 @@ struct ReceiverSession {
         if (validating) {
           const uint64_t base = offset + got;
           for (ssize_t i = 0; i < n; ++i) {
-            if (b[i] != pattern_byte(base + static_cast<uint64_t>(i))) {
+            if (static_cast<unsigned char>(b[i]) != pattern_byte(base + static_cast<uint64_t>(i))) {
               if (s.mismatches++ == 0) s.first_mismatch = base + static_cast<uint64_t>(i);
             }
           }
@@ -117,7 +117,7 @@ struct ReceiverSession {
       }
       s.received += got;
       const char ack = 'A';
-      if (!send_all(s.fd, &ack, 1)) {
+      if (!send_all(s.fd, &ack, 1, "acknowledgement")) {
         if (!stop) fail("cannot send the acknowledgement");
         return;
       }
@@ -192,7 +192,7 @@ bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSes
       }
       set_timeouts(*fd, kIoTimeout, kIoTimeout);
       uint32_t index = 0;
-      Status st = recv_all(*fd, &index, sizeof index, "stream index");
+      Status st = recv_all(*fd, &index, sizeof index, kIoTimeout, "stream index");
       if (!st || index >= static_cast<uint32_t>(streams) || fds[index] >= 0) {
         ::close(*fd);
         err = st ? "a data connection sent a bad stream index" : st.error().message;

@@ -18,13 +18,6 @@
 #include "kernels/tcp/tcp_stream.hpp"
 
 namespace acceltune::tcp_stream {
-namespace {
-
-void fill_pattern(char* p, uint64_t first_offset, size_t n) {
-  for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(first_offset + i);
-}
-
-}  // namespace
 
 Status TcpStream::open_session() {
   if (ctrl_ >= 0) return {};
@@ -130,7 +123,7 @@ Status TcpStream::connect_streams(const Settings& s) {
       data_[static_cast<size_t>(i)].fd = *fd;
       set_timeouts(*fd, kIoTimeout, kIoTimeout);
       const uint32_t index = static_cast<uint32_t>(i);
-      st = send_all(*fd, &index, sizeof index);
+      st = send_all(*fd, &index, sizeof index, "stream index");
     }
   });
   if (!in_ns) st = in_ns;
@@ -297,7 +290,7 @@ void TcpStream::run_stream(int t) {
     done += static_cast<uint64_t>(n);
   }
   char ack = 0;
-  Status st = recv_all(d.fd, &ack, 1, "acknowledgement");
+  Status st = recv_all(d.fd, &ack, 1, kIoTimeout, "acknowledgement");
   if (!st) return stream_failed(d, fmt::format("stream {}: {}", t, st.error().message));
   if (settings_.zerocopy == Zerocopy::msg_zerocopy) (void)drain_zerocopy(d, true);
 }

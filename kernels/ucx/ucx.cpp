@@ -174,7 +174,6 @@ Json describe_ep(ucp_ep_h ep) {
 
 class UcxKernel final : public Kernel {
  public:
-  std::vector<std::string> native_params() const override { return {}; }
   std::vector<std::string> placements() const override { return {"loopback", "peer"}; }
 
   Status attach(Space& space) override {

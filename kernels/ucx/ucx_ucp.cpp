@@ -4,6 +4,9 @@
 // on. Declared in ucx_ucp.hpp.
 #include "kernels/ucx/ucx_ucp.hpp"
 
+#include "kernels/shared/pattern.hpp"
+#include "kernels/shared/socket_channel.hpp"
+
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -15,15 +18,6 @@
 #include <cstring>
 
 namespace acceltune::ucx {
-namespace {
-
-// Never zero, differs between neighbouring bytes and between sizes, so a receive buffer that
-// holds it proves this transfer wrote it.
-inline char pattern_byte(size_t i, uint64_t bytes) {
-  return static_cast<char>(((i * 2654435761u + bytes * 40503u) >> 7) % 255 + 1);
-}
-
-}  // namespace
 
 Expected<Op> op_from_string(const std::string& s) {
   if (s == "tag_bw") return Op::tag_bw;
@@ -36,16 +30,10 @@ Expected<Op> op_from_string(const std::string& s) {
 bool is_put(Op op) { return op == Op::put_bw || op == Op::put_lat; }
 bool is_bw(Op op) { return op == Op::tag_bw || op == Op::put_bw; }
 
-void fill_pattern(char* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(i, n);
-}
+// The pattern starts at the message size, so a buffer another size's transfer left is not it.
+void fill_pattern(char* p, size_t n) { acceltune::fill_pattern(p, n, n); }
 
-int64_t find_mismatch(const char* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (p[i] != pattern_byte(i, n)) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
+int64_t find_mismatch(const char* p, size_t n) { return pattern_mismatch(p, n, n); }
 
 std::string to_hex(const void* data, size_t n) {
   static const char digits[] = "0123456789abcdef";
@@ -66,41 +54,18 @@ std::string from_hex(const std::string& s) {
   return out;
 }
 
+// The framing is the shared socket channel's; the messages here name the UCX connection.
 Status Channel::send(const Json& j) {
-  const std::string text = j.dump() + "\n";
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::send(fd_, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return runtime_error("the UCX control connection failed on send: {}", std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
+  Status st = send_json_line(fd_, j);
+  if (!st) return runtime_error("the UCX control connection failed on send: {}", st.error().message);
   return {};
 }
 
 Expected<Json> Channel::recv(double timeout_seconds) {
-  const auto deadline = clock_type::now() + std::chrono::duration<double>(timeout_seconds);
-  for (;;) {
-    const auto nl = buf_.find('\n');
-    if (nl != std::string::npos) {
-      std::string line = buf_.substr(0, nl);
-      buf_.erase(0, nl + 1);
-      Json j = Json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return runtime_error("the UCX control connection sent a malformed line");
-      return j;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-    if (left <= 0) return runtime_error("no reply on the UCX control connection within {:.0f} s", timeout_seconds);
-    pollfd p{fd_, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (r < 0 && errno != EINTR) return runtime_error("poll on the UCX control connection failed: {}", std::strerror(errno));
-    if (r <= 0) continue;
-    char tmp[4096];
-    const ssize_t n = ::read(fd_, tmp, sizeof tmp);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return runtime_error("the far end of the UCX control connection closed it");
-    buf_.append(tmp, static_cast<size_t>(n));
-  }
+  auto j = recv_json_line(fd_, timeout_seconds);
+  if (!j) return runtime_error("the UCX control connection: {}", j.error().message);
+  if (!j->is_object()) return runtime_error("the UCX control connection sent a malformed line");
+  return std::move(*j);
 }
 
 bool Channel::hung_up() const {

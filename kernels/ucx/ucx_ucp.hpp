@@ -38,7 +38,7 @@ Expected<Op> op_from_string(const std::string& s);
 bool is_put(Op op);
 bool is_bw(Op op);
 
-// The pattern a transfer's sender fills its buffer with (see pattern_byte in ucx_ucp.cpp).
+// The pattern a transfer's sender fills its buffer with (kernels/shared/pattern.hpp, from offset n on).
 void fill_pattern(char* p, size_t n);
 
 // The first byte that differs from the pattern, or -1.
@@ -62,7 +62,6 @@ class Channel {
 
  private:
   int fd_;
-  std::string buf_;
 };
 
 // A reply that carries an error from the far end becomes that error.

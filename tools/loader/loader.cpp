@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/env_file.hpp"
 #include "tuner/fingerprint.hpp"
 #include "tuner/regular_file.hpp"
 #include "tuner/space.hpp"
@@ -68,14 +69,6 @@ bool known_prefix(const std::string& name) {
     if (name.rfind(p, 0) == 0 && name.size() > std::strlen(p)) return true;
   }
   return false;
-}
-
-bool valid_name(const std::string& name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  for (char c : name) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
 }
 
 // The whole of a regular file (tuner/regular_file.hpp: a FIFO is refused before it could block).
@@ -180,35 +173,22 @@ int from_best(const fs::path& best_path, Config* c) {
 int from_env_file(const fs::path& p, Config* c) {
   std::string text;
   if (int rc = read_file(p, &text)) return rc;
-  // Line by line, without iostreams (their first use costs a fresh process more than the rest).
-  size_t at = 0;
-  for (int n = 1; at < text.size(); ++n) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(at, end - at);
-    at = end + 1;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+  auto parsed = parse_env_text(text, p.string());
+  if (!parsed) return failure(ACCELTUNE_E_FORMAT, parsed.error().message);
+  for (const auto& [n, line] : parsed->comments) {
     if (line.rfind(kFieldsTag, 0) == 0) {
       c->fields = Json::parse(line.substr(std::strlen(kFieldsTag)), nullptr, false);
       if (c->fields.is_discarded() || !c->fields.is_object()) {
         return failure(ACCELTUNE_E_FORMAT, fmt::format("{}:{}: the fingerprint fields are not a JSON object", p.string(), n));
       }
-      continue;
-    }
-    if (line.rfind(kFingerprintTag, 0) == 0) {
+    } else if (line.rfind(kFingerprintTag, 0) == 0) {
       std::string id = line.substr(std::strlen(kFingerprintTag));
       while (!id.empty() && id.front() == ' ') id.erase(0, 1);
       const size_t sp = id.find(' ');
       c->fingerprint = id.substr(0, sp);
-      continue;
     }
-    if (line.empty() || line[0] == '#') continue;
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos || !valid_name(line.substr(0, eq))) {
-      return failure(ACCELTUNE_E_FORMAT, fmt::format("{}:{}: expected KEY=VALUE, got '{}'", p.string(), n, line));
-    }
-    c->vars.emplace_back(line.substr(0, eq), line.substr(eq + 1));
   }
+  c->vars = std::move(parsed->vars);
   return ACCELTUNE_OK;
 }
 
