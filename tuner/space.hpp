@@ -46,7 +46,7 @@ class ConstraintSet;
 
 class Space {
  public:
-  // Reads the JSON form of DESIGN.md. `source` names the file in error messages and
+  // Reads the JSON form README.md documents ("Space files"). `source` names the file in error messages and
   // `base_dir` resolves relative paths the space refers to (a replay landscape).
   static Expected<Space> from_json(const Json& doc, const std::string& source,
                                    const std::filesystem::path& base_dir);

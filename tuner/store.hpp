@@ -1,5 +1,5 @@
 // Result stores: append-only, one finished trial per record, durable per trial, replayed to
-// resume. Stores register by name; "dir" is the study directory of DESIGN.md.
+// resume. Stores register by name; "dir" is the study directory README.md describes.
 #pragma once
 
 #include <functional>
