@@ -434,6 +434,14 @@ std::string top_trials_section(const StudyData& s) {
 
 }  // namespace
 
+std::string study_sections_html(const StudyData& s, const std::string& id_prefix) {
+  std::string o = best_section(s) + bandwidth_section(s) + failed_section(s);
+  // Several studies share a page: each section's id gets the study's prefix.
+  const std::string from = " id=\"", to = " id=\"" + id_prefix + "-";
+  for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size())) o.replace(at, from.size(), to);
+  return o;
+}
+
 std::string report_html(const StudyData& s) {
   std::string o = page_start("acceltune report: " + s.space.name());
   o += header_section(s);

@@ -15,6 +15,15 @@ namespace acceltune {
 // best.json) or with failed trials renders too.
 std::string report_html(const StudyData& study);
 
+// A study's best table, its value-versus-size plot and its failed trials, for a page of several
+// studies (`acceltune bringup`'s report): every id starts with `id_prefix`.
+std::string study_sections_html(const StudyData& study, const std::string& id_prefix);
+
+// `acceltune bringup`'s report: the node, a row per family and study with certified and delivered
+// gains, what was skipped and why, how to load the bundle, the merged environment and its notes,
+// then each study's sections. `summary` is the bundle's bringup.json.
+std::string bringup_html(const Json& summary, const std::vector<StudyData>& studies);
+
 // `acceltune compare --html`: the comparison's tables, its warnings, and one plot of every
 // study's default and best value versus message size.
 std::string compare_html(const Comparison& comparison, const std::vector<StudyData>& studies);

@@ -4,12 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -269,5 +272,118 @@ std::optional<Attached> attach_shipped(const std::string& name, std::string& ski
   }
   return Attached{std::move(*s), std::move(*k)};
 }
+
+CliResult run_shell(const std::string& command) {
+  TempDir io;
+  const std::string out = (io / "out").string(), err = (io / "err").string();
+  const int st = std::system((command + " >" + out + " 2>" + err).c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+bool have_program(const std::string& name) { return run_shell("command -v " + name).exit_code == 0; }
+
+std::string check_well_formed(const std::string& html) {
+  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "wbr"};
+  static const std::regex entity("&(amp|lt|gt|quot|#39|mdash|nbsp|#[0-9]+);");
+  std::vector<std::string> stack;
+  size_t i = 0;
+  auto line_of = [&](size_t pos) { return std::to_string(std::count(html.begin(), html.begin() + static_cast<long>(pos), '\n') + 1); };
+  while (i < html.size()) {
+    const char ch = html[i];
+    if (ch == '&') {
+      std::smatch m;
+      const std::string rest = html.substr(i, 12);
+      if (!std::regex_search(rest, m, entity, std::regex_constants::match_continuous)) {
+        return "line " + line_of(i) + ": '&' that starts no known entity";
+      }
+      i += static_cast<size_t>(m.length(0));
+      continue;
+    }
+    if (ch == '>') return "line " + line_of(i) + ": stray '>' in text";
+    if (ch != '<') {
+      ++i;
+      continue;
+    }
+    if (html.compare(i, 4, "<!--") == 0) {
+      const size_t end = html.find("-->", i);
+      if (end == std::string::npos) return "unterminated comment";
+      i = end + 3;
+      continue;
+    }
+    if (html.compare(i, 2, "<!") == 0) {
+      const size_t end = html.find('>', i);
+      if (end == std::string::npos) return "unterminated declaration";
+      i = end + 1;
+      continue;
+    }
+    const bool closing = html.compare(i, 2, "</") == 0;
+    size_t j = i + (closing ? 2 : 1);
+    size_t name_start = j;
+    while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-')) ++j;
+    const std::string name = html.substr(name_start, j - name_start);
+    if (name.empty()) return "line " + line_of(i) + ": '<' that starts no tag";
+    // Attributes: name="value" only.
+    bool self_closing = false;
+    while (true) {
+      while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
+      if (j >= html.size()) return "unterminated tag <" + name;
+      if (html[j] == '>') {
+        ++j;
+        break;
+      }
+      if (html.compare(j, 2, "/>") == 0) {
+        self_closing = true;
+        j += 2;
+        break;
+      }
+      if (closing) return "line " + line_of(i) + ": attributes on a closing tag </" + name;
+      const size_t an = j;
+      while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-' || html[j] == ':')) ++j;
+      if (j == an) return "line " + line_of(j) + ": bad attribute in <" + name;
+      if (html[j] != '=' || html[j + 1] != '"') return "line " + line_of(j) + ": unquoted attribute in <" + name;
+      const size_t close = html.find('"', j + 2);
+      if (close == std::string::npos) return "unterminated attribute in <" + name;
+      const std::string value = html.substr(j + 2, close - j - 2);
+      if (value.find('<') != std::string::npos) return "line " + line_of(j) + ": '<' inside an attribute of <" + name;
+      j = close + 1;
+    }
+    if (name == "style" && !closing) {
+      const size_t end = html.find("</style>", j);
+      if (end == std::string::npos) return "unterminated <style>";
+      i = end + 8;
+      continue;
+    }
+    if (closing) {
+      if (stack.empty() || stack.back() != name) {
+        return "line " + line_of(i) + ": </" + name + "> closes " + (stack.empty() ? "nothing" : "<" + stack.back() + ">");
+      }
+      stack.pop_back();
+    } else if (!self_closing && !void_elements.count(name)) {
+      stack.push_back(name);
+    }
+    i = j;
+  }
+  if (!stack.empty()) return "<" + stack.back() + "> is never closed";
+  return "";
+}
+
+
+std::string chromium_binary() {
+  for (const char* b : {"chromium", "chromium-browser"}) {
+    if (have_program(b)) return b;
+  }
+  return "";
+}
+
+CliResult run_chromium(const std::string& bin, const fs::path& profile, const std::string& what, const fs::path& page) {
+  return run_shell("timeout 120 " + bin + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                   profile.string() + " --enable-logging=stderr --v=0 " + what + " file://" + page.string());
+}
+
+bool has_console_message(const std::string& log) { return log.find(":CONSOLE") != std::string::npos; }
 
 }  // namespace acceltune::test

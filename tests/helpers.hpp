@@ -109,6 +109,23 @@ std::filesystem::path build_dir();
 // any other built file: the variable `name` when set, else what the build compiled in.
 std::string built_path(const char* name, const char* built);
 
+// Runs a shell command line, its two streams apart.
+CliResult run_shell(const std::string& command);
+bool have_program(const std::string& name);
+
+// Checks HTML for well-formedness as this project writes it: every element closed in order (void
+// elements excepted), attributes quoted, no stray '<' or unknown entity in text. Returns the
+// first problem, empty when there is none.
+std::string check_well_formed(const std::string& html);
+
+// Headless Chromium: its binary (empty when not installed), a run of it on a page with `what`
+// (--dump-dom, --screenshot=FILE ...) and its log on stderr, and whether that log holds a console
+// message (an error of the page's).
+std::string chromium_binary();
+CliResult run_chromium(const std::string& bin, const std::filesystem::path& profile, const std::string& what,
+                       const std::filesystem::path& page);
+bool has_console_message(const std::string& log);
+
 }  // namespace acceltune::test
 
 // `auto var = attach(ARGS)` in a test, ARGS naming skip_VAR where attach writes why the backend or

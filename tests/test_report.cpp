@@ -27,114 +27,6 @@ using test::TempDir;
 constexpr uint64_t k64K = 64 * 1024, k1M = 1024 * 1024;
 const std::string kHostile = "<script>alert('x')</script>&\"";
 
-// Checks HTML for well-formedness as this project writes it: every element closed in order (void
-// elements excepted), attributes quoted, no stray '<' or unknown entity in text. Returns the
-// first problem, empty when there is none.
-std::string check_well_formed(const std::string& html) {
-  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "wbr"};
-  static const std::regex entity("&(amp|lt|gt|quot|#39|mdash|nbsp|#[0-9]+);");
-  std::vector<std::string> stack;
-  size_t i = 0;
-  auto line_of = [&](size_t pos) { return std::to_string(std::count(html.begin(), html.begin() + static_cast<long>(pos), '\n') + 1); };
-  while (i < html.size()) {
-    const char ch = html[i];
-    if (ch == '&') {
-      std::smatch m;
-      const std::string rest = html.substr(i, 12);
-      if (!std::regex_search(rest, m, entity, std::regex_constants::match_continuous)) {
-        return "line " + line_of(i) + ": '&' that starts no known entity";
-      }
-      i += static_cast<size_t>(m.length(0));
-      continue;
-    }
-    if (ch == '>') return "line " + line_of(i) + ": stray '>' in text";
-    if (ch != '<') {
-      ++i;
-      continue;
-    }
-    if (html.compare(i, 4, "<!--") == 0) {
-      const size_t end = html.find("-->", i);
-      if (end == std::string::npos) return "unterminated comment";
-      i = end + 3;
-      continue;
-    }
-    if (html.compare(i, 2, "<!") == 0) {
-      const size_t end = html.find('>', i);
-      if (end == std::string::npos) return "unterminated declaration";
-      i = end + 1;
-      continue;
-    }
-    const bool closing = html.compare(i, 2, "</") == 0;
-    size_t j = i + (closing ? 2 : 1);
-    size_t name_start = j;
-    while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-')) ++j;
-    const std::string name = html.substr(name_start, j - name_start);
-    if (name.empty()) return "line " + line_of(i) + ": '<' that starts no tag";
-    // Attributes: name="value" only.
-    bool self_closing = false;
-    while (true) {
-      while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
-      if (j >= html.size()) return "unterminated tag <" + name;
-      if (html[j] == '>') {
-        ++j;
-        break;
-      }
-      if (html.compare(j, 2, "/>") == 0) {
-        self_closing = true;
-        j += 2;
-        break;
-      }
-      if (closing) return "line " + line_of(i) + ": attributes on a closing tag </" + name;
-      const size_t an = j;
-      while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '-' || html[j] == ':')) ++j;
-      if (j == an) return "line " + line_of(j) + ": bad attribute in <" + name;
-      if (html[j] != '=' || html[j + 1] != '"') return "line " + line_of(j) + ": unquoted attribute in <" + name;
-      const size_t close = html.find('"', j + 2);
-      if (close == std::string::npos) return "unterminated attribute in <" + name;
-      const std::string value = html.substr(j + 2, close - j - 2);
-      if (value.find('<') != std::string::npos) return "line " + line_of(j) + ": '<' inside an attribute of <" + name;
-      j = close + 1;
-    }
-    if (name == "style" && !closing) {
-      const size_t end = html.find("</style>", j);
-      if (end == std::string::npos) return "unterminated <style>";
-      i = end + 8;
-      continue;
-    }
-    if (closing) {
-      if (stack.empty() || stack.back() != name) {
-        return "line " + line_of(i) + ": </" + name + "> closes " + (stack.empty() ? "nothing" : "<" + stack.back() + ">");
-      }
-      stack.pop_back();
-    } else if (!self_closing && !void_elements.count(name)) {
-      stack.push_back(name);
-    }
-    i = j;
-  }
-  if (!stack.empty()) return "<" + stack.back() + "> is never closed";
-  return "";
-}
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CommandResult run_shell(const std::string& command) {
-  TempDir io;
-  const std::string out = (io / "out").string(), err = (io / "err").string();
-  const int st = std::system((command + " >" + out + " 2>" + err).c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = test::read_file(out);
-  r.err = test::read_file(err);
-  return r;
-}
-
-bool have_program(const std::string& name) {
-  return run_shell("command -v " + name).exit_code == 0;
-}
-
 // The space's method param carries the hostile string as a value; a failed trial has it in its
 // error; the description has it too.
 StudySpec hostile_study() {
@@ -177,11 +69,11 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(Report, CheckerFindsBrokenPages) {
-  EXPECT_EQ(check_well_formed("<html><body><p>a &amp; b</p></body></html>"), "");
-  EXPECT_NE(check_well_formed("<html><body><p>a</body></html>"), "");
-  EXPECT_NE(check_well_formed("<p>a & b</p>"), "");
-  EXPECT_NE(check_well_formed("<p>a <script> b</p>"), "");
-  EXPECT_NE(check_well_formed("<p class=x>a</p>"), "");
+  EXPECT_EQ(test::check_well_formed("<html><body><p>a &amp; b</p></body></html>"), "");
+  EXPECT_NE(test::check_well_formed("<html><body><p>a</body></html>"), "");
+  EXPECT_NE(test::check_well_formed("<p>a & b</p>"), "");
+  EXPECT_NE(test::check_well_formed("<p>a <script> b</p>"), "");
+  EXPECT_NE(test::check_well_formed("<p class=x>a</p>"), "");
 }
 
 TEST(Report, WellFormedSelfContainedAndEscaped) {
@@ -189,7 +81,7 @@ TEST(Report, WellFormedSelfContainedAndEscaped) {
   test::write_study(t / "s", hostile_study());
   const std::string html = report_of(t / "s");
   ASSERT_FALSE(html.empty());
-  EXPECT_EQ(check_well_formed(html), "");
+  EXPECT_EQ(test::check_well_formed(html), "");
   // Self-contained: nothing to fetch.
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
@@ -255,7 +147,7 @@ TEST(Report, HeadlinesCertifiedAndDeliveredGainsNotTheLuckiestMeasurement) {
   b.delivery.client = "a plain client";
   test::write_file(t / "s" / "best.json", b.to_json().dump());
   std::string html = report_of(t / "s");
-  EXPECT_EQ(check_well_formed(html), "");
+  EXPECT_EQ(test::check_well_formed(html), "");
   EXPECT_NE(html.find("certified 2.47x [2.20, 2.77]"), std::string::npos);
   EXPECT_NE(html.find("delivered 1.93x [1.61, 2.31]"), std::string::npos);
   EXPECT_NE(html.find("best single measurement"), std::string::npos);
@@ -274,7 +166,7 @@ TEST(Report, HeadlinesCertifiedAndDeliveredGainsNotTheLuckiestMeasurement) {
 }
 
 TEST(Report, PythonHtmlParserAgrees) {
-  if (!have_program("python3")) GTEST_SKIP() << "python3 is not installed; the built-in checker ran in the other tests";
+  if (!test::have_program("python3")) GTEST_SKIP() << "python3 is not installed; the built-in checker ran in the other tests";
   TempDir t;
   test::write_study(t / "s", hostile_study());
   test::write_file(t / "r.html", report_of(t / "s"));
@@ -297,7 +189,7 @@ p = P(); p.feed(open(sys.argv[1], encoding="utf-8").read()); p.close()
 if p.stack: p.errors.append("never closed: %s" % p.stack)
 print("\n".join(p.errors)); sys.exit(1 if p.errors else 0)
 )~");
-  auto r = run_shell("python3 " + (t / "check.py").string() + " " + (t / "r.html").string());
+  auto r = test::run_shell("python3 " + (t / "check.py").string() + " " + (t / "r.html").string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
@@ -311,7 +203,7 @@ TEST(Report, RunningStudyRenders) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("no best.json yet"), std::string::npos) << r.err;
   const std::string html = test::read_file(t / "r.html");
-  EXPECT_EQ(check_well_formed(html), "");
+  EXPECT_EQ(test::check_well_formed(html), "");
   EXPECT_NE(html.find("still running or was stopped"), std::string::npos);
   EXPECT_EQ(plot_sections(html).size(), 3u);
 }
@@ -347,44 +239,29 @@ TEST(Svg, SizeTicksAndLabels) {
   c.y.label = "y";
   c.series.push_back({"s & t", {{1, 2, 1.5, 2.5}, {2, 3}}, svg::palette(0)});
   const std::string out = svg::render(c);
-  EXPECT_EQ(check_well_formed(out), "");
+  EXPECT_EQ(test::check_well_formed(out), "");
   EXPECT_NE(out.find("x &lt;unit&gt;"), std::string::npos);
   EXPECT_NE(out.find("s &amp; t"), std::string::npos);
 }
 
 // Chromium renders the page: no console messages, a screenshot that is a real picture, and a DOM
 // with the three plots.
-std::string chromium_binary() {
-  for (const char* b : {"chromium", "chromium-browser"}) {
-    if (have_program(b)) return b;
-  }
-  return "";
-}
-
-CommandResult run_chromium(const std::string& bin, const fs::path& profile, const std::string& what,
-                           const fs::path& page) {
-  return run_shell("timeout 120 " + bin + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                   profile.string() + " --enable-logging=stderr --v=0 " + what + " file://" + page.string());
-}
-
-bool has_console_message(const std::string& log) { return log.find(":CONSOLE") != std::string::npos; }
-
 TEST(Report, ChromiumRendersWithoutConsoleErrors) {
-  const std::string bin = chromium_binary();
+  const std::string bin = test::chromium_binary();
   if (bin.empty()) GTEST_SKIP() << "chromium is not installed (tools/setup.sh installs it for this test)";
   TempDir t;
   // The console check must see an error when there is one.
   test::write_file(t / "bad.html", "<!DOCTYPE html><html><body><script>console.error('boom')</script></body></html>");
-  auto bad = run_chromium(bin, t / "profile-bad", "--dump-dom", t / "bad.html");
+  auto bad = test::run_chromium(bin, t / "profile-bad", "--dump-dom", t / "bad.html");
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
-  ASSERT_TRUE(has_console_message(bad.err)) << "chromium's log shows no console lines; the check cannot work:\n" << bad.err;
+  ASSERT_TRUE(test::has_console_message(bad.err)) << "chromium's log shows no console lines; the check cannot work:\n" << bad.err;
 
   test::write_study(t / "s", hostile_study());
   test::write_file(t / "r.html", report_of(t / "s"));
   const fs::path png = t / "r.png";
-  auto shot = run_chromium(bin, t / "profile", "--screenshot=" + png.string() + " --window-size=1200,2400", t / "r.html");
+  auto shot = test::run_chromium(bin, t / "profile", "--screenshot=" + png.string() + " --window-size=1200,2400", t / "r.html");
   ASSERT_EQ(shot.exit_code, 0) << shot.err;
-  EXPECT_FALSE(has_console_message(shot.err)) << shot.err;
+  EXPECT_FALSE(test::has_console_message(shot.err)) << shot.err;
   ASSERT_TRUE(fs::exists(png)) << shot.err;
   // A PNG of the window's size, and not a blank one: a white page of this size compresses to a
   // few kilobytes, the report's plots and tables to far more.
@@ -401,9 +278,9 @@ TEST(Report, ChromiumRendersWithoutConsoleErrors) {
   EXPECT_EQ(be32(20), 2400u);
   EXPECT_GT(data.size(), 40000u) << "the screenshot looks blank";
 
-  auto dom = run_chromium(bin, t / "profile-dom", "--dump-dom", t / "r.html");
+  auto dom = test::run_chromium(bin, t / "profile-dom", "--dump-dom", t / "r.html");
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
-  EXPECT_FALSE(has_console_message(dom.err)) << dom.err;
+  EXPECT_FALSE(test::has_console_message(dom.err)) << dom.err;
   EXPECT_EQ(count(dom.out, "<svg"), 3u);
   EXPECT_NE(dom.out.find("Effect of each parameter"), std::string::npos);
 }

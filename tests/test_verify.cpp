@@ -96,7 +96,30 @@ TEST(VerifyMpi, TheFourRankPlanDeliversNoSlowerThanTheDefaults) {
   ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
   EXPECT_NE(s.out.find("delivered through: a plain MPI"), std::string::npos) << s.out;
   const Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
-  ASSERT_EQ(best["delivery"]["state"], "measured") << best["delivery"];
+  if (best["delivery"]["state"] != "measured") {
+    // On a loaded machine the plan may have nothing that pays: then it must be the library's
+    // defaults everywhere (the fallback of a slower size, or no certified gain), so a job loads
+    // nothing, the exports force nothing, and the study says why.
+    EXPECT_EQ(best["delivery"]["why"], "the plan is the library's defaults: a job loads nothing from it")
+        << best["delivery"];
+    EXPECT_TRUE(best["plan"]["job_is_default"].get<bool>()) << best["plan"];
+    for (const auto& z : best["sizes"]) EXPECT_TRUE(z["chosen_is_default"].get<bool>()) << z.dump();
+    bool fell_back = false;
+    for (const auto& n : best["plan"]["notes"]) fell_back |= n.get<std::string>().find("falls back") != std::string::npos;
+    bool certified_gain = false;
+    for (const auto& z : best["sizes"]) {
+      const Json c = z.value("certified", Json::object());
+      // Trial 0 is the default config: its own figure against itself is no gain.
+      certified_gain |= c.is_object() && c.value("significant", false) && c.value("trial", Json(0)) != Json(0);
+    }
+    EXPECT_TRUE(fell_back || !certified_gain) << "a certified gain was dropped without a delivered reason\n"
+                                              << best.dump() << "\n" << s.out;
+    auto env = test::run_cli({"export", "s", "--format", "env"}, dir.path());
+    ASSERT_EQ(env.exit_code, 0) << env.err;
+    EXPECT_EQ(env.out.find("OMPI_MCA_pml="), std::string::npos) << env.out;
+    EXPECT_EQ(env.out.find("OMPI_MCA_coll_tuned_allreduce_algorithm="), std::string::npos) << env.out;
+    return;
+  }
   for (const auto& z : best["sizes"]) {
     ASSERT_TRUE(z["delivered"].is_object()) << z.dump();
     EXPECT_GE(z["delivered"]["rounds"].get<int>(), 2) << z["delivered"];

@@ -79,6 +79,7 @@ void add_serve_command(CLI::App& app, CommandList& list);
 void add_compare_command(CLI::App& app, CommandList& list);
 void add_report_command(CLI::App& app, CommandList& list);
 void add_verify_command(CLI::App& app, CommandList& list);
+void add_bringup_command(CLI::App& app, CommandList& list);
 
 // Measures the delivered gain of a loaded study (tuner/verify.hpp), stores it in best.json and
 // prints certified and delivered side by side. Returns 0 when the plan pays, kExitNoLongerPays

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
              "Run 'acceltune COMMAND --help' for the options of a command.");
 
   CommandList list;
+  add_bringup_command(app, list);
   add_probe_command(app, list);
   add_spaces_command(app, list);
   add_search_command(app, list);

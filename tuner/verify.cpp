@@ -71,6 +71,53 @@ bool apply_delivered_fallback(BestTable& best) {
   return changed;
 }
 
+DeliveryArm defaults_arm(const BestTable& best) {
+  return DeliveryArm{"defaults", pinned_env(best.study), job_part(best.default_config, best.plan.scopes)};
+}
+
+Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySession& session, const DeliveryArm& defaults,
+                                                                  const std::vector<DeliveryArm>& arms,
+                                                                  const std::vector<uint64_t>& sizes,
+                                                                  const VerifyOptions& options) {
+  // values[0]: the defaults; values[k + 1]: arms[k].
+  std::vector<std::map<uint64_t, std::vector<double>>> values(arms.size() + 1);
+  const int n = static_cast<int>(arms.size()) + 1;
+  const int rounds = std::max(1, options.rounds);
+  int done = 0;
+  for (int r = 0; r < rounds && !cancel_requested(); ++r) {
+    for (int k = 0; k < n && !cancel_requested(); ++k) {
+      // Round r starts at arm r mod n: with one arm, defaults first in even rounds, the plan in odd.
+      const int which = (r + k) % n;
+      const DeliveryArm& arm = which == 0 ? defaults : arms[which - 1];
+      auto m = session.measure(arm, sizes);
+      if (!m) return runtime_error("{} arm of the delivered comparison: {}", arm.name, m.error().message);
+      for (uint64_t b : sizes) {
+        const auto it = m->find(b);
+        values[which][b].push_back(it == m->end() ? std::nan("") : it->second);
+      }
+      if (options.progress) options.progress(++done, n * rounds);
+    }
+  }
+  std::vector<std::map<uint64_t, Delivered>> out(arms.size());
+  for (size_t a = 0; a < arms.size(); ++a) {
+    for (uint64_t b : sizes) {
+      const RatioInterval ri = ratio_interval(values[a + 1][b], values[0][b]);
+      if (ri.n == 0) continue;
+      Delivered d;
+      d.ratio = ri.ratio;
+      d.ci_low = ri.low;
+      d.ci_high = ri.high;
+      d.rounds = ri.n;
+      d.value = median_of(values[a + 1][b]);
+      d.default_value = median_of(values[0][b]);
+      d.slower = ri.n >= 2 && ri.high < 1.0;
+      d.faster = ri.n >= 2 && ri.low > 1.0;
+      out[a][b] = d;
+    }
+  }
+  return out;
+}
+
 bool delivery_pays(const BestTable& best) {
   for (const auto& s : best.sizes) {
     if (s.delivered && s.delivered->slower) return false;
@@ -89,7 +136,7 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   }
   ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
   const std::vector<std::pair<std::string, std::string>> pinned = pinned_env(best.study);
-  DeliveryArm defaults{"defaults", pinned, job_part(best.default_config, best.plan.scopes)};
+  const DeliveryArm defaults = defaults_arm(best);
   DeliveryArm plan{"plan", pe.vars, best.plan.job};
   bool loads = best.plan.job != defaults.job;
   for (const auto& kv : pe.vars) {
@@ -104,39 +151,15 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   ACCELTUNE_TRY(write_plan_files(best));
   std::vector<uint64_t> sizes;
   for (const auto& s : best.sizes) sizes.push_back(s.bytes);
-  std::map<uint64_t, std::vector<double>> v_def, v_plan;
-  const int rounds = std::max(2, options.rounds);
-  int done = 0;
-  for (int r = 0; r < rounds && !cancel_requested(); ++r) {
-    for (int k = 0; k < 2; ++k) {
-      const bool is_plan = (r % 2 == 0) == (k == 1);  // defaults first in even rounds, the plan first in odd
-      const DeliveryArm& arm = is_plan ? plan : defaults;
-      auto m = session->measure(arm, sizes);
-      if (!m) {
-        return runtime_error("{} arm of the delivered comparison: {}", arm.name, m.error().message);
-      }
-      for (uint64_t b : sizes) {
-        const auto it = m->find(b);
-        (is_plan ? v_plan : v_def)[b].push_back(it == m->end() ? std::nan("") : it->second);
-      }
-      if (options.progress) options.progress(++done, 2 * rounds);
-    }
-  }
+  VerifyOptions o = options;
+  o.rounds = std::max(2, options.rounds);
+  ACCELTUNE_TRY_ASSIGN(auto measured, compare_arms(*session, defaults, {plan}, sizes, o));
   if (cancel_requested()) return runtime_error("cancelled by {} while verifying", signal_name(cancel_signal()));
   for (auto& s : best.sizes) {
-    const RatioInterval ri = ratio_interval(v_plan[s.bytes], v_def[s.bytes]);
-    if (ri.n == 0) continue;
-    Delivered d;
-    d.ratio = ri.ratio;
-    d.ci_low = ri.low;
-    d.ci_high = ri.high;
-    d.rounds = ri.n;
-    d.value = median_of(v_plan[s.bytes]);
-    d.default_value = median_of(v_def[s.bytes]);
-    d.slower = ri.n >= 2 && ri.high < 1.0;
-    d.faster = ri.n >= 2 && ri.low > 1.0;
-    s.delivered = d;
+    const auto it = measured[0].find(s.bytes);
+    if (it != measured[0].end()) s.delivered = it->second;
   }
+  const int rounds = o.rounds;
   best.delivery.state = "measured";
   best.delivery.client = client->description;
   best.delivery.rounds = rounds;

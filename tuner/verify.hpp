@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tuner/best.hpp"
+#include "tuner/delivery.hpp"
 
 namespace acceltune {
 
@@ -14,6 +16,17 @@ struct VerifyOptions {
   int rounds = 5;  // defaults/plan pairs, interleaved A B, B A, ...
   std::function<void(int done, int total)> progress;
 };
+
+// Measures each of `arms` against `defaults` through one client session, interleaved round by
+// round (the order rotates so no arm always runs first): per arm, per size, the paired-ratio
+// interval as a Delivered. Sizes no round measured are absent. Stops early on cancellation.
+Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySession& session, const DeliveryArm& defaults,
+                                                                  const std::vector<DeliveryArm>& arms,
+                                                                  const std::vector<uint64_t>& sizes,
+                                                                  const VerifyOptions& options);
+
+// The defaults arm of a study: only the space's pinned context, the library's job-wide defaults.
+DeliveryArm defaults_arm(const BestTable& best);
 
 // Measures the plan of `best` (read with its study record and directory) through its family's
 // plain client and fills every size's `delivered` and the table's `delivery`. A family without a

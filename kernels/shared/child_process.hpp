@@ -64,10 +64,11 @@ class Child {
   Result finish(Clock::time_point deadline);
   // SIGKILL (its group with own_group), unless it has been reaped (its pid may be another's then).
   void kill();
+  // Any signal, the same way: SIGINT asks a command to stop and keep what it finished.
+  void signal(int sig);
 
  private:
   Child() = default;
-  void signal(int sig);
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
   ChildOptions options_;

@@ -1,0 +1,540 @@
+// acceltune bringup: one command that tunes every path this node has and writes one bundle for
+// its jobs. It probes, picks the families the node can run (tools/bringup/families.hpp), runs
+// each study as an `acceltune search` of its own (with certification and delivered gains) within
+// its share of the time limit, then merges the plans into one bundle (tools/bringup/bundle.hpp)
+// and one report page.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "kernels/shared/child_process.hpp"
+#include "results/compare.hpp"
+#include "results/report_html.hpp"
+#include "tools/bringup/bundle.hpp"
+#include "tools/bringup/families.hpp"
+#include "tools/cli.hpp"
+#include "tools/spaces_path.hpp"
+#include "tuner/binary.hpp"
+#include "tuner/cancel.hpp"
+#include "tuner/fingerprint.hpp"
+#include "tuner/process_guard.hpp"
+
+extern char** environ;
+
+namespace acceltune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct BringupArgs {
+  std::string time_limit = "10m";
+  std::string out, only, skip;
+  int certify_rounds = 4;
+  int verify_rounds = 3;
+  bool no_netns = false;
+};
+
+// What became of one study.
+struct Run {
+  bringup::Study plan;
+  std::string dir;
+  std::string state;  // done, failed, cancelled, not started
+  std::string why;
+  double seconds = 0, limit = 0;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size() && !s.empty()) {
+    const size_t j = s.find(',', i);
+    std::string part = s.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (!part.empty()) out.push_back(part);
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+Status write_text(const fs::path& p, const std::string& text, bool executable = false) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return runtime_error("{}: cannot write", tmp.string());
+    f << text;
+    if (!f.flush()) return runtime_error("{}: write failed", tmp.string());
+  }
+  if (executable) {
+    std::error_code ec;
+    fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, ec);
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) return runtime_error("{}: {}", p.string(), ec.message());
+  return {};
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+int64_t count_lines(const fs::path& p) {
+  std::ifstream f(p);
+  int64_t n = 0;
+  for (std::string line; std::getline(f, line);) n += !line.empty();
+  return n;
+}
+
+// The last "acceltune: ..." line a failed search printed, else its last line.
+std::string failure_line(const std::string& err) {
+  std::string last, tagged;
+  size_t i = 0;
+  while (i < err.size()) {
+    size_t j = err.find('\n', i);
+    if (j == std::string::npos) j = err.size();
+    std::string line = err.substr(i, j - i);
+    const size_t cr = line.rfind('\r');
+    if (cr != std::string::npos) line = line.substr(cr + 1);
+    if (!line.empty()) last = line;
+    if (line.rfind("acceltune: ", 0) == 0 && line.find("warning:") == std::string::npos) tagged = line.substr(11);
+    i = j + 1;
+  }
+  return tagged.empty() ? last : tagged;
+}
+
+std::string timestamp_for_path() {
+  std::string t = utc_now_iso8601();
+  std::string out;
+  for (char c : t) {
+    if (c != ':' && c != '-' && c != 'Z') out += c;
+  }
+  return out;
+}
+
+// Runs one study as `acceltune search` in a process group of its own, showing progress; a
+// cancellation of this command is passed on once (the search then keeps what it finished).
+Run run_study_search(const bringup::Study& s, const fs::path& bundle, double limit, double overall_left,
+                     const BringupArgs& a, size_t index, size_t count, bool tty) {
+  Run r;
+  r.plan = s;
+  r.limit = limit;
+  const fs::path dir = bundle / "studies" / s.space;
+  r.dir = dir.string();
+  std::string space_arg = s.space;
+  if (!s.space_override.is_null()) {
+    fs::path path;
+    for (const auto& e : shipped_spaces()) {
+      if (e.name == s.space) path = e.path;
+    }
+    if (path.empty()) {
+      r.state = "failed";
+      r.why = fmt::format("the shipped space {} is not installed", s.space);
+      return r;
+    }
+    Json def = Json::parse(read_text(path), nullptr, false);
+    for (const auto& [k, v] : s.space_override.items()) def[k] = v;
+    const fs::path copy = bundle / "spaces" / (s.space + ".json");
+    if (Status w = write_text(copy, def.dump(2) + "\n"); !w) {
+      r.state = "failed";
+      r.why = w.error().message;
+      return r;
+    }
+    space_arg = copy.string();
+  }
+  auto self = acceltune_binary();
+  if (!self) {
+    r.state = "failed";
+    r.why = self.error().message;
+    return r;
+  }
+  std::vector<std::string> argv = {*self, "search", "--space", space_arg, "--out", dir.string(), "--time-limit",
+                                   fmt::format("{:.1f}", limit), "--certify-rounds", std::to_string(a.certify_rounds),
+                                   "--verify-rounds", std::to_string(a.verify_rounds)};
+  argv.insert(argv.end(), s.args.begin(), s.args.end());
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  ChildOptions co;
+  co.own_group = true;
+  co.grace_seconds = 20;
+  const auto t0 = Clock::now();
+  auto child = Child::start(argv, env, co);
+  if (!child) {
+    r.state = "failed";
+    r.why = child.error().message;
+    return r;
+  }
+  Child::Result res;
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    res = (*child)->finish(Clock::now() + std::chrono::hours(24 * 365));
+    done = true;
+  });
+  bool forwarded = false;
+  while (!done) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (cancel_requested() && !forwarded) {
+      (*child)->signal(SIGINT);
+      forwarded = true;
+    }
+    if (tty) {
+      const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+      const char* phase = el < limit ? "searching" : "certifying and verifying";
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s: %lld trials, %s of %s; %s left overall", index + 1, count,
+                   s.space.c_str(), phase, static_cast<long long>(count_lines(dir / "trials.jsonl")),
+                   format_seconds(el).c_str(), format_seconds(limit).c_str(),
+                   format_seconds(std::max(0.0, overall_left - std::min(el, limit))).c_str());
+      std::fflush(stderr);
+    }
+  }
+  waiter.join();
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::error_code ec;
+  fs::create_directories(bundle / "logs", ec);
+  (void)write_text(bundle / "logs" / (s.space + ".log"),
+                   "$ " + argv_text(argv) + "\n" + res.out + (res.err.empty() ? "" : "\n--- stderr\n" + res.err));
+  if (res.exit_code == 0) {
+    r.state = "done";
+  } else if (forwarded || res.exit_code == 130 || res.exit_code == 143) {
+    r.state = "cancelled";
+    r.why = "cancelled; its finished trials are kept";
+  } else {
+    r.state = "failed";
+    r.why = failure_line(res.err);
+    if (r.why.empty()) r.why = fmt::format("search exited with code {}", res.exit_code);
+  }
+  return r;
+}
+
+Json delivered_json(const std::map<uint64_t, Delivered>& sizes) {
+  Json out = Json::array();
+  for (const auto& [bytes, d] : sizes) {
+    out.push_back(Json{{"bytes", bytes}, {"size", format_bytes(bytes)}, {"ratio", d.ratio}, {"ci_low", d.ci_low},
+                       {"ci_high", std::isfinite(d.ci_high) ? Json(d.ci_high) : Json(nullptr)}, {"rounds", d.rounds},
+                       {"slower", d.slower}, {"faster", d.faster}});
+  }
+  return out;
+}
+
+// The study's own delivered figure at its best size, or why none.
+std::string own_delivered(const BestTable& b) {
+  if (b.delivery.state != "measured") return "not verified";
+  const SizeBest* top = nullptr;
+  bool slower = false;
+  for (const auto& s : b.sizes) {
+    if (!s.delivered) continue;
+    slower = slower || s.delivered->slower;
+    if (!top || s.delivered->ratio > top->delivered->ratio) top = &s;
+  }
+  if (!top) return "not measured";
+  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] at {}{}", top->delivered->ratio, top->delivered->ci_low,
+                     top->delivered->ci_high, format_bytes(top->bytes), slower ? ", slower somewhere" : "");
+}
+
+std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
+  if (d.state != "measured") return "not verified";
+  const std::pair<const uint64_t, Delivered>* top = nullptr;
+  bool slower = false;
+  for (const auto& kv : d.sizes) {
+    slower = slower || kv.second.slower;
+    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
+  }
+  if (!top) return "not measured";
+  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] at {}{}", top->second.ratio, top->second.ci_low, top->second.ci_high,
+                     format_bytes(top->first), slower ? ", slower somewhere" : "");
+}
+
+std::string comment_block(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    out += "# " + text.substr(i, j - i) + "\n";
+    i = j + 1;
+  }
+  return out;
+}
+
+int cmd_bringup(const BringupArgs& a) {
+  const auto limit = bringup::parse_duration(a.time_limit);
+  if (!limit) {
+    return fail(input_error("--time-limit '{}' is not a duration (use 90s, 2m, 1h or 1m30s)", a.time_limit));
+  }
+  const auto started = Clock::now();
+  const std::string started_at = utc_now_iso8601();
+  const Json probe = probe_fingerprint();
+  const bringup::NodeFacts node = bringup::node_facts(probe, !a.no_netns);
+  auto families = bringup::pick_families(node, split_list(a.only), split_list(a.skip));
+  if (!families) return fail(families.error());
+  std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
+  if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
+  const double minimum = bringup::minimum_seconds(studies);
+  if (*limit < minimum) {
+    return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
+                            "runs: give at least {} (or fewer families with --only)",
+                            a.time_limit, studies.size(), format_seconds(minimum)));
+  }
+  const fs::path bundle = a.out.empty() ? fs::path(kResultsRoot) / ("bringup-" + timestamp_for_path()) : fs::path(a.out);
+  std::error_code ec;
+  if (fs::exists(bundle, ec) && !fs::is_empty(bundle, ec)) {
+    return fail(input_error("--out {} already holds files; bring-up writes a new bundle (choose another folder)",
+                            bundle.string()));
+  }
+  for (const char* sub : {"studies", "spaces", "logs"}) {
+    fs::create_directories(bundle / sub, ec);
+    if (ec) return fail(runtime_error("{}: cannot create: {}", (bundle / sub).string(), ec.message()));
+  }
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();
+  if (!guard) return fail(guard.error());
+  const bool tty = stderr_is_terminal();
+
+  std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies.size(),
+              format_seconds(*limit).c_str(), bundle.string().c_str());
+  for (const auto& f : *families) {
+    if (f.skipped.empty()) {
+      std::string names;
+      for (const auto& s : f.studies) names += (names.empty() ? "" : ", ") + s.space;
+      std::printf("  %-5s %s: %s\n", f.name.c_str(), f.what.c_str(), names.c_str());
+    } else {
+      std::printf("  %-5s skipped: %s\n", f.name.c_str(), f.skipped.c_str());
+    }
+  }
+  std::fflush(stdout);
+
+  std::vector<Run> runs;
+  double left = *limit;
+  for (size_t i = 0; i < studies.size(); ++i) {
+    if (cancel_requested()) {
+      Run r;
+      r.plan = studies[i];
+      r.state = "not started";
+      r.why = "bring-up was cancelled first";
+      runs.push_back(r);
+      continue;
+    }
+    const std::vector<bringup::Study> remaining(studies.begin() + static_cast<long>(i), studies.end());
+    const double share = bringup::share_seconds(remaining, left);
+    Run r = run_study_search(studies[i], bundle, share, left, a, i, studies.size(), tty);
+    left = std::max(0.0, left - std::min(r.seconds, share));
+    std::printf("  %s: %s%s (%s)\n", studies[i].space.c_str(), r.state.c_str(), r.why.empty() ? "" : (": " + r.why).c_str(),
+                format_seconds(r.seconds).c_str());
+    std::fflush(stdout);
+    runs.push_back(r);
+  }
+  const int cancelled_by = cancel_requested() ? cancel_signal() : 0;
+
+  // The finished studies, read back as the report and compare read them.
+  std::vector<StudyData> data;
+  data.reserve(runs.size());
+  std::vector<size_t> data_of_run(runs.size(), SIZE_MAX);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].state != "done") continue;
+    auto d = load_study_dir(runs[i].dir);
+    if (!d) {
+      runs[i].state = "failed";
+      runs[i].why = d.error().message;
+      continue;
+    }
+    data_of_run[i] = data.size();
+    data.push_back(std::move(d).value());
+  }
+  std::vector<bringup::Contribution> contributions;
+  for (auto& d : data) {
+    if (d.best.trials_ok == 0) continue;
+    auto c = bringup::contribution_of(d, bundle.string());
+    if (!c) {
+      std::fprintf(stderr, "acceltune: %s: its plan cannot join the bundle: %s\n", d.best.space.c_str(),
+                   c.error().message.c_str());
+      continue;
+    }
+    contributions.push_back(std::move(c).value());
+  }
+  // The per-size files: each study's plan file, the NCCL tables one after another.
+  std::map<std::string, std::string> per_size;
+  for (const auto& c : contributions) {
+    for (const auto& [name, path] : c.files) {
+      // A second table of the same file (NCCL: one per collective) follows the first, named.
+      if (!per_size[name].empty()) per_size[name] += fmt::format("\n# from study {}\n", c.study->best.space);
+      per_size[name] += read_text(path);
+    }
+  }
+  auto why_absent = [&](const std::string& family, const std::string& what) {
+    for (const auto& f : *families) {
+      if (f.name == family && !f.skipped.empty()) return fmt::format("no {} study ran: {}", family, f.skipped);
+    }
+    return what;
+  };
+  // Written before the merged measurement: the bundle's environment names them.
+  for (const auto& [name, text] : per_size) {
+    if (Status w = write_text(bundle / name, text); !w) return fail(w.error());
+  }
+  bringup::MergeOptions mo;
+  mo.rounds = a.verify_rounds;
+  if (tty) {
+    mo.progress = [](const std::string& what) { std::fprintf(stderr, "\r\033[K%s", what.c_str()); };
+  }
+  const bringup::Bundle merged = bringup::merge_and_verify(contributions, mo);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+
+  // The files.
+  std::string host;
+  if (probe.contains("host") && probe["host"].is_string()) host = probe["host"].get<std::string>();
+  if (probe.contains("host") && probe["host"].is_object()) host = probe["host"].value("hostname", "");
+  std::string header = fmt::format("# acceltune bring-up bundle of {} (fingerprint {}), {}\n",
+                                   host.empty() ? "this node" : host, probe.value("id", "?"), utc_now_iso8601());
+  if (cancelled_by) {
+    header += fmt::format("# PARTIAL: bring-up was cancelled by {}; only the studies finished before are in it\n",
+                          signal_name(cancelled_by));
+  }
+  Status st = write_text(bundle / "acceltune.env", bringup::env_file_text(merged, header));
+  if (st) st = write_text(bundle / "ucx.env", bringup::ucx_env_text(merged, header));
+  if (st) st = write_text(bundle / "job.sh", bringup::job_script_text(merged), true);
+  if (st && !per_size.count("ompi-rules.conf")) {
+    per_size["ompi-rules.conf"] =
+        header + "# " + why_absent("mpi", "the MPI plan keeps Open MPI's own per-size choices: nothing to load") + "\n";
+  }
+  if (st && !per_size.count("nccl-tuner.conf")) {
+    per_size["nccl-tuner.conf"] =
+        header + "# " + why_absent("nccl", "the NCCL plans keep NCCL's own per-size choices: nothing to load") + "\n";
+  }
+  for (const auto& [name, text] : per_size) {
+    if (st) st = write_text(bundle / name, text);
+  }
+  std::string tcp_script;
+  for (const auto& d : data) {
+    if (d.best.kernel != "tcp-stream" || d.best.trials_ok == 0) continue;
+    BestTable b = d.best;
+    b.dir = d.dir;
+    auto text = emit("tcp-script", b);
+    tcp_script = text ? *text : "#!/bin/sh\n" + comment_block("the tcp-script export failed: " + text.error().message);
+  }
+  if (tcp_script.empty()) {
+    tcp_script = "#!/bin/sh\n" + header + "# " + why_absent("tcp", "no tcp-stream study finished") + "\nexit 0\n";
+  }
+  if (st) st = write_text(bundle / "tcp-settings.sh", tcp_script, true);
+  if (!st) return fail(st.error());
+
+  // bringup.json: what ran, what was skipped, the gains, the bundle's lines.
+  Json summary = Json::object();
+  summary["schema"] = 1;
+  summary["started"] = started_at;
+  summary["finished"] = utc_now_iso8601();
+  summary["seconds"] = std::chrono::duration<double>(Clock::now() - started).count();
+  summary["time_limit_seconds"] = *limit;
+  summary["partial"] = cancelled_by != 0;
+  summary["cancelled_by"] = cancelled_by ? Json(signal_name(cancelled_by)) : Json(nullptr);
+  summary["fingerprint"] = probe;
+  Json fams = Json::array();
+  for (const auto& f : *families) {
+    Json jf = Json{{"name", f.name}, {"what", f.what}, {"skipped", f.skipped.empty() ? Json(nullptr) : Json(f.skipped)}};
+    Json js = Json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      if (r.plan.family != f.name) continue;
+      Json s = Json{{"space", r.plan.space}, {"dir", fs::relative(r.dir.empty() ? bundle : fs::path(r.dir), bundle, ec).string()},
+                    {"state", r.state}, {"why", r.why}, {"seconds", r.seconds}, {"time_limit_seconds", r.limit}};
+      if (data_of_run[i] != SIZE_MAX) {
+        const StudyData& d = data[data_of_run[i]];
+        s["trials"] = d.best.trials;
+        s["trials_ok"] = d.best.trials_ok;
+        s["delivered_own"] = own_delivered(d.best);
+        for (const auto& c : contributions) {
+          if (c.study == &d) s["certified"] = c.gain;
+        }
+        for (const auto& bd : merged.delivered) {
+          if (bd.study != d.best.space) continue;
+          s["bundle"] = Json{{"state", bd.state}, {"why", bd.why}, {"text", bundle_delivered_text(bd)},
+                             {"sizes", delivered_json(bd.sizes)}};
+        }
+      }
+      js.push_back(s);
+    }
+    jf["studies"] = js;
+    fams.push_back(jf);
+  }
+  summary["families"] = fams;
+  Json env = Json::array();
+  for (const auto& l : merged.env) {
+    env.push_back(Json{{"var", l.var}, {"value", l.value}, {"from", l.from}, {"why", l.why}, {"left_out", l.left_out}});
+  }
+  summary["env"] = env;
+  summary["notes"] = merged.notes;
+  if (Status w = write_text(bundle / "bringup.json", summary.dump(2) + "\n"); !w) return fail(w.error());
+  if (Status w = write_page((bundle / "report.html").string(), bringup_html(summary, data)); !w) return fail(w.error());
+
+  // The terminal table.
+  std::printf("\n%-6s %-15s %-7s %-38s %-30s %s\n", "family", "study", "trials", "certified (search)",
+              "delivered (own plan)", "delivered (bundle)");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    if (data_of_run[i] == SIZE_MAX) {
+      std::printf("%-6s %-15s %s: %s\n", r.plan.family.c_str(), r.plan.space.c_str(), r.state.c_str(), r.why.c_str());
+      continue;
+    }
+    const StudyData& d = data[data_of_run[i]];
+    std::string cert = "-", bund = "-";
+    for (const auto& c : contributions) {
+      if (c.study == &d) cert = c.gain;
+    }
+    for (const auto& bd : merged.delivered) {
+      if (bd.study == d.best.space) bund = bd.state == "measured" ? bundle_delivered_text(bd) : "not verified: " + bd.why;
+    }
+    std::printf("%-6s %-15s %-7lld %-38s %-30s %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
+                static_cast<long long>(d.best.trials), cert.c_str(), own_delivered(d.best).c_str(), bund.c_str());
+  }
+  for (const auto& f : *families) {
+    if (!f.skipped.empty()) std::printf("%-6s skipped: %s\n", f.name.c_str(), f.skipped.c_str());
+  }
+  for (const auto& n : merged.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(summary["seconds"].get<double>()).c_str());
+  std::printf("  job.sh COMMAND...   runs a job with it, e.g. %s/job.sh mpirun -np 8 ./app\n", bundle.string().c_str());
+  std::printf("  acceltune.env, ucx.env, ompi-rules.conf, nccl-tuner.conf, tcp-settings.sh (review, run as root), "
+              "report.html\n");
+  std::printf("figures: certified = measured inside acceltune; delivered = a plain job of the family with the files "
+              "loaded, against its defaults\n");
+  if (cancelled_by) {
+    std::fprintf(stderr, "acceltune: bring-up cancelled by %s; the bundle holds the studies finished before (partial)\n",
+                 signal_name(cancelled_by).c_str());
+    return 128 + cancelled_by;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bringup_command(CLI::App& app, CommandList& list) {
+  auto a = std::make_shared<BringupArgs>();
+  auto* cmd = app.add_subcommand(
+      "bringup",
+      "tune every path this node has (host memory, TCP, UCX, MPI, CUDA, NCCL, RDMA) and write one bundle for its jobs");
+  cmd->add_option("--time-limit", a->time_limit,
+                  "searching time for all families together (90s, 2m, 1h; default 10m); certification and delivered "
+                  "measurements come after it");
+  cmd->add_option("--out", a->out, "the bundle folder (default: a new one under acceltune-results/)");
+  cmd->add_option("--only", a->only, "tune only these families (comma-separated: host,tcp,ucx,mpi,cuda,nccl,rdma)");
+  cmd->add_option("--skip", a->skip, "leave these families out (comma-separated)");
+  cmd->add_option("--certify-rounds", a->certify_rounds, "rounds of each study's certification (default 4)");
+  cmd->add_option("--verify-rounds", a->verify_rounds,
+                  "rounds of each delivered measurement, per study and for the merged bundle (default 3)");
+  cmd->add_flag("--no-netns", a->no_netns, "measure TCP over loopback even where network namespaces can be made");
+  cmd->footer(
+      "The bundle: studies/ (one study per space), acceltune.env (every job-wide variable, one value each, with the\n"
+      "study and gain behind it), ucx.env, ompi-rules.conf, nccl-tuner.conf, tcp-settings.sh (reviewed by you, run\n"
+      "as root; never run by acceltune), job.sh (BUNDLE/job.sh mpirun -np 8 ./app), report.html, bringup.json.\n"
+      "Ctrl-C keeps the finished studies and writes the bundle from them, marked partial.\n"
+      "Exit codes: 0 done, 1 runtime failure, 2 bad input (a time limit below the minimum names it),\n"
+      "128+signal when cancelled.");
+  list.add(cmd, [a] { return cmd_bringup(*a); });
+}
+
+}  // namespace acceltune::cli
