@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +21,9 @@ namespace acceltune::cli {
 
 inline constexpr const char* kDefaultSpace = "host-copy";
 inline constexpr const char* kResultsRoot = "acceltune-results";
+
+// A new folder under the results root that nothing uses yet: NAME-YYYYMMDDTHHMMSS[-N].
+std::filesystem::path fresh_study_dir(const std::string& name);
 
 // Prints "acceltune: MESSAGE" and returns the error's exit code (2 input, 1 runtime).
 int fail(const Error& e);

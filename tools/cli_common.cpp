@@ -258,4 +258,24 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   return LoadedStudy{std::move(study), std::move(b)};
 }
 
+namespace {
+
+std::string timestamp_for_path() {
+  std::string t = utc_now_iso8601();  // 2026-12-02T17:52:23Z
+  t.erase(std::remove(t.begin(), t.end(), ':'), t.end());
+  t.erase(std::remove(t.begin(), t.end(), '-'), t.end());
+  if (!t.empty() && t.back() == 'Z') t.pop_back();
+  return t;  // 20261202T175223
+}
+
+}  // namespace
+
+std::filesystem::path fresh_study_dir(const std::string& space_name) {
+  const std::filesystem::path base =
+      std::filesystem::path(kResultsRoot) / fmt::format("{}-{}", space_name, timestamp_for_path());
+  std::filesystem::path p = base;
+  for (int i = 2; std::filesystem::exists(p); ++i) p = base.string() + fmt::format("-{}", i);
+  return p;
+}
+
 }  // namespace acceltune::cli

@@ -110,15 +110,6 @@ std::string failure_line(const std::string& err) {
   return tagged.empty() ? last : tagged;
 }
 
-std::string timestamp_for_path() {
-  std::string t = utc_now_iso8601();
-  std::string out;
-  for (char c : t) {
-    if (c != ':' && c != '-' && c != 'Z') out += c;
-  }
-  return out;
-}
-
 // Runs one study as `acceltune search` in a process group of its own, showing progress; a
 // cancellation of this command is passed on once (the search then keeps what it finished).
 Run run_study_search(const bringup::Study& s, const fs::path& bundle, double limit, double overall_left,
@@ -227,29 +218,18 @@ Json delivered_json(const std::map<uint64_t, Delivered>& sizes) {
 // The study's own delivered figure at its best size, or why none.
 std::string own_delivered(const BestTable& b) {
   if (b.delivery.state != "measured") return "not verified";
-  const SizeBest* top = nullptr;
-  bool slower = false;
+  std::map<uint64_t, Delivered> sizes;
   for (const auto& s : b.sizes) {
-    if (!s.delivered) continue;
-    slower = slower || s.delivered->slower;
-    if (!top || s.delivered->ratio > top->delivered->ratio) top = &s;
+    if (s.delivered) sizes[s.bytes] = *s.delivered;
   }
-  if (!top) return "not measured";
-  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] at {}{}", top->delivered->ratio, top->delivered->ci_low,
-                     top->delivered->ci_high, format_bytes(top->bytes), slower ? ", slower somewhere" : "");
+  const std::string text = bringup::best_delivered_text(sizes);
+  return text.empty() ? "not measured" : text;
 }
 
 std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
-  if (d.state != "measured") return "not verified";
-  const std::pair<const uint64_t, Delivered>* top = nullptr;
-  bool slower = false;
-  for (const auto& kv : d.sizes) {
-    slower = slower || kv.second.slower;
-    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
-  }
-  if (!top) return "not measured";
-  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] at {}{}", top->second.ratio, top->second.ci_low, top->second.ci_high,
-                     format_bytes(top->first), slower ? ", slower somewhere" : "");
+  if (d.state != "measured") return "not verified: " + d.why;
+  const std::string text = bringup::best_delivered_text(d.sizes);
+  return text.empty() ? "not measured" : text;
 }
 
 std::string comment_block(const std::string& text) {
@@ -283,7 +263,7 @@ int cmd_bringup(const BringupArgs& a) {
                             "runs: give at least {} (or fewer families with --only)",
                             a.time_limit, studies.size(), format_seconds(minimum)));
   }
-  const fs::path bundle = a.out.empty() ? fs::path(kResultsRoot) / ("bringup-" + timestamp_for_path()) : fs::path(a.out);
+  const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
   std::error_code ec;
   if (fs::exists(bundle, ec) && !fs::is_empty(bundle, ec)) {
     return fail(input_error("--out {} already holds files; bring-up writes a new bundle (choose another folder)",
@@ -359,7 +339,17 @@ int cmd_bringup(const BringupArgs& a) {
     }
     contributions.push_back(std::move(c).value());
   }
-  // The per-size files: each study's plan file, the NCCL tables one after another.
+  // The files; first the per-size ones: each study's plan file, the NCCL tables one after another.
+  std::string host;
+  if (probe.contains("host") && probe["host"].is_string()) host = probe["host"].get<std::string>();
+  if (probe.contains("host") && probe["host"].is_object()) host = probe["host"].value("hostname", "");
+  std::string header = fmt::format("# acceltune bring-up bundle of {} (fingerprint {}), {}\n",
+                                   host.empty() ? "this node" : host, probe.value("id", "?"), utc_now_iso8601());
+  if (cancelled_by) {
+    header += fmt::format("# PARTIAL: bring-up was cancelled by {}; only the studies finished before are in it\n",
+                          signal_name(cancelled_by));
+  }
+
   std::map<std::string, std::string> per_size;
   for (const auto& c : contributions) {
     for (const auto& [name, path] : c.files) {
@@ -374,6 +364,14 @@ int cmd_bringup(const BringupArgs& a) {
     }
     return what;
   };
+  if (!per_size.count("ompi-rules.conf")) {
+    per_size["ompi-rules.conf"] =
+        header + "# " + why_absent("mpi", "the MPI plan keeps Open MPI's own per-size choices: nothing to load") + "\n";
+  }
+  if (!per_size.count("nccl-tuner.conf")) {
+    per_size["nccl-tuner.conf"] =
+        header + "# " + why_absent("nccl", "the NCCL plans keep NCCL's own per-size choices: nothing to load") + "\n";
+  }
   // Written before the merged measurement: the bundle's environment names them.
   for (const auto& [name, text] : per_size) {
     if (Status w = write_text(bundle / name, text); !w) return fail(w.error());
@@ -386,30 +384,9 @@ int cmd_bringup(const BringupArgs& a) {
   const bringup::Bundle merged = bringup::merge_and_verify(contributions, mo);
   if (tty) std::fprintf(stderr, "\r\033[K");
 
-  // The files.
-  std::string host;
-  if (probe.contains("host") && probe["host"].is_string()) host = probe["host"].get<std::string>();
-  if (probe.contains("host") && probe["host"].is_object()) host = probe["host"].value("hostname", "");
-  std::string header = fmt::format("# acceltune bring-up bundle of {} (fingerprint {}), {}\n",
-                                   host.empty() ? "this node" : host, probe.value("id", "?"), utc_now_iso8601());
-  if (cancelled_by) {
-    header += fmt::format("# PARTIAL: bring-up was cancelled by {}; only the studies finished before are in it\n",
-                          signal_name(cancelled_by));
-  }
   Status st = write_text(bundle / "acceltune.env", bringup::env_file_text(merged, header));
   if (st) st = write_text(bundle / "ucx.env", bringup::ucx_env_text(merged, header));
   if (st) st = write_text(bundle / "job.sh", bringup::job_script_text(merged), true);
-  if (st && !per_size.count("ompi-rules.conf")) {
-    per_size["ompi-rules.conf"] =
-        header + "# " + why_absent("mpi", "the MPI plan keeps Open MPI's own per-size choices: nothing to load") + "\n";
-  }
-  if (st && !per_size.count("nccl-tuner.conf")) {
-    per_size["nccl-tuner.conf"] =
-        header + "# " + why_absent("nccl", "the NCCL plans keep NCCL's own per-size choices: nothing to load") + "\n";
-  }
-  for (const auto& [name, text] : per_size) {
-    if (st) st = write_text(bundle / name, text);
-  }
   std::string tcp_script;
   for (const auto& d : data) {
     if (d.best.kernel != "tcp-stream" || d.best.trials_ok == 0) continue;
@@ -487,7 +464,7 @@ int cmd_bringup(const BringupArgs& a) {
       if (c.study == &d) cert = c.gain;
     }
     for (const auto& bd : merged.delivered) {
-      if (bd.study == d.best.space) bund = bd.state == "measured" ? bundle_delivered_text(bd) : "not verified: " + bd.why;
+      if (bd.study == d.best.space) bund = bundle_delivered_text(bd);
     }
     std::printf("%-6s %-15s %-7lld %-38s %-30s %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
                 static_cast<long long>(d.best.trials), cert.c_str(), own_delivered(d.best).c_str(), bund.c_str());

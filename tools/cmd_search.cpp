@@ -18,22 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string timestamp_for_path() {
-  std::string t = utc_now_iso8601();  // 2026-12-02T17:52:23Z
-  t.erase(std::remove(t.begin(), t.end(), ':'), t.end());
-  t.erase(std::remove(t.begin(), t.end(), '-'), t.end());
-  if (!t.empty() && t.back() == 'Z') t.pop_back();
-  return t;  // 20261202T175223
-}
-
-// A new directory name under the results root that no study uses yet.
-fs::path fresh_study_dir(const std::string& space_name) {
-  const fs::path base = fs::path(kResultsRoot) / fmt::format("{}-{}", space_name, timestamp_for_path());
-  fs::path p = base;
-  for (int i = 2; fs::exists(p); ++i) p = base.string() + fmt::format("-{}", i);
-  return p;
-}
-
 // The newest study of a space under the results root, for `search --resume` without --out.
 std::optional<fs::path> newest_study_dir(const std::string& space_name) {
   std::error_code ec;

@@ -65,18 +65,23 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 // The merged bundle's figures for a study, one line: its best size, or why none.
 std::string delivered_line(const BundleDelivery& d) {
   if (d.state != "measured") return "in the bundle: not verified (" + d.why + ")";
-  const std::pair<const uint64_t, Delivered>* top = nullptr;
-  std::string slower;
-  for (const auto& kv : d.sizes) {
-    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
-    if (kv.second.slower) slower += (slower.empty() ? "" : ", ") + format_bytes(kv.first);
-  }
-  if (!top) return "in the bundle: no size measured";
-  return fmt::format("in the bundle: delivered {} at {}{}", interval(top->second.ratio, top->second.ci_low, top->second.ci_high),
-                     format_bytes(top->first), slower.empty() ? "" : "; slower at " + slower);
+  const std::string text = best_delivered_text(d.sizes);
+  return "in the bundle: " + (text.empty() ? std::string("no size measured") : "delivered " + text);
 }
 
 }  // namespace
+
+std::string best_delivered_text(const std::map<uint64_t, Delivered>& sizes) {
+  const std::pair<const uint64_t, Delivered>* top = nullptr;
+  std::string slower;
+  for (const auto& kv : sizes) {
+    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
+    if (kv.second.slower) slower += (slower.empty() ? "" : ", ") + format_bytes(kv.first);
+  }
+  if (!top) return "";
+  return fmt::format("{} at {}{}", interval(top->second.ratio, top->second.ci_low, top->second.ci_high),
+                     format_bytes(top->first), slower.empty() ? "" : "; slower at " + slower);
+}
 
 Expected<Contribution> contribution_of(const StudyData& study, const std::string& bundle_dir) {
   Contribution c;

@@ -82,6 +82,10 @@ struct BundleDelivery {
   std::map<uint64_t, Delivered> sizes;
 };
 
+// A delivered measurement in one line: its best size with the interval, and the sizes where it is
+// slower ("1.88x [1.74, 2.03] at 4K; slower at 1M"); empty when no size was measured.
+std::string best_delivered_text(const std::map<uint64_t, Delivered>& sizes);
+
 struct Bundle {
   std::vector<EnvLine> env;
   std::vector<std::string> notes;  // conflicts and how they were settled, left-out variables
