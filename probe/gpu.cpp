@@ -35,7 +35,8 @@ void add_nvml_fields(Json& g, unsigned index) {
   g["pcie"] = Json{{"current_gen", opt(s->pcie_current_gen)},
                    {"current_width", opt(s->pcie_current_width)},
                    {"max_gen", opt(s->pcie_max_gen)},
-                   {"max_width", opt(s->pcie_max_width)}};
+                   {"max_width", opt(s->pcie_max_width)},
+                   {"source", "nvml"}};
   g["nvlinks"] = opt(s->nvlinks);
   const nvml::Reading r = nvml::read(index);
   g["power_w"] = opt(r.power_w);
@@ -100,6 +101,12 @@ void probe_gpus(Json& probe) {
       Json g = Json{{"index", i}, {"name", s->name}, {"pci_address", s->pci_address}};
       add_nvml_fields(g, i);
       gpus.push_back(std::move(g));
+    }
+  }
+  // Without NVML, sysfs still states each GPU's PCIe link.
+  for (auto& g : gpus) {
+    if (!g.contains("pcie") || g["pcie"].is_null()) {
+      g["pcie"] = probe_util::pcie_link_from_sysfs(g.value("pci_address", std::string()));
     }
   }
   if (!have_nvml) {

@@ -1,5 +1,5 @@
 // Probe section "nics": the network interfaces from /sys/class/net (name, driver, speed, MTU,
-// PCI address, NUMA node). The loopback interface is left out; interfaces without a device
+// PCI address, NUMA node, PCIe link state). The loopback interface is left out; interfaces without a device
 // (veth, bridges, ifb, tunnels) are marked virtual and do not count in the fingerprint.
 #include <algorithm>
 #include <filesystem>
@@ -50,6 +50,7 @@ void probe_nics(Json& probe) {
     const int64_t node =
         pci.empty() ? -1 : probe_util::to_int(read_first_line("/sys/bus/pci/devices/" + pci + "/numa_node"));
     n["numa_node"] = node >= 0 ? Json(node) : Json(nullptr);
+    n["pcie"] = probe_util::pcie_link_from_sysfs(pci);
     nics.push_back(std::move(n));
   }
   probe["nics"] = nics;

@@ -1,5 +1,5 @@
 // Probe section "rdma": RDMA devices through libibverbs (device, firmware, PCI address, NUMA
-// node; per port its state, active MTU, link layer and rate). Built with ACCELTUNE_WITH_VERBS;
+// node, PCIe link state; per port its state, active MTU, link layer and rate). Built with ACCELTUNE_WITH_VERBS;
 // a machine with the library and no device gets an empty list.
 #include <infiniband/verbs.h>
 
@@ -40,6 +40,22 @@ double lane_gbps(uint8_t speed) {
   }
 }
 
+// The data rate of a lane after its line encoding (8b/10b up to QDR, 64b/66b from FDR10, and
+// FEC on the PAM4 lanes of HDR and NDR), Gb/s.
+double lane_data_gbps(uint8_t speed) {
+  switch (speed) {
+    case 1: return 2.0;
+    case 2: return 4.0;
+    case 4: return 8.0;
+    case 8: return 10.0;
+    case 16: return 13.64;
+    case 32: return 25.0;
+    case 64: return 50.0;
+    case 128: return 100.0;
+    default: return 0;
+  }
+}
+
 std::string link_layer_name(uint8_t l) {
   switch (l) {
     case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
@@ -70,6 +86,7 @@ void probe_rdma(Json& probe) {
     d["pci_address"] = pci.empty() ? Json(nullptr) : Json(pci);
     const int64_t node = probe_util::to_int(read_first_line(sys + "/numa_node"));
     d["numa_node"] = node >= 0 ? Json(node) : Json(nullptr);
+    d["pcie"] = probe_util::pcie_link_from_sysfs(pci);
     ibv_context* ctx = ibv_open_device(dev);
     if (!ctx) {
       add_probe_note(probe, "rdma", fmt::format("cannot open {}: {}", name, std::strerror(errno)));
@@ -91,12 +108,14 @@ void probe_rdma(Json& probe) {
           continue;
         }
         const double rate = lanes(pa.active_width) * lane_gbps(pa.active_speed);
+        const double data = lanes(pa.active_width) * lane_data_gbps(pa.active_speed);
         ports.push_back(Json{{"port", p},
                              {"state", ibv_port_state_str(pa.state)},
                              {"active_mtu", mtu_bytes(pa.active_mtu)},
                              {"max_mtu", mtu_bytes(pa.max_mtu)},
                              {"link_layer", link_layer_name(pa.link_layer)},
-                             {"rate_gbps", rate > 0 ? Json(rate) : Json(nullptr)}});
+                             {"rate_gbps", rate > 0 ? Json(rate) : Json(nullptr)},
+                             {"data_rate_gbps", data > 0 ? Json(data) : Json(nullptr)}});
       }
       d["ports"] = ports;
     } else {

@@ -12,6 +12,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "tuner/fingerprint.hpp"
+
 namespace acceltune::probe_util {
 
 inline int64_t to_int(const std::string& s, int64_t fallback = -1) {
@@ -52,6 +54,38 @@ inline std::string pci_address_of(const std::filesystem::path& device) {
     if (!p.empty() && part.string().size() == 12) found = p;
   }
   return found;
+}
+
+// The PCIe generation of a sysfs link speed ("32.0 GT/s PCIe", older kernels "32 GT/s");
+// 0 when the text names none (a virtual function reads "Unknown").
+inline int pcie_gen_of_speed(const std::string& text) {
+  double gts = 0;
+  try {
+    gts = text.empty() ? 0 : std::stod(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const double rates[] = {2.5, 5, 8, 16, 32, 64, 128};
+  for (int i = 0; i < 7; ++i) {
+    if (gts > rates[i] * 0.9 && gts < rates[i] * 1.1) return i + 1;
+  }
+  return 0;
+}
+
+// A PCI function's link as sysfs states it: {"current_gen", "current_width", "max_gen",
+// "max_width", "source": "sysfs"}; null when the function states no link (virtual devices,
+// an empty address). The maximum is the function's own; its slot may allow less.
+inline Json pcie_link_from_sysfs(const std::string& pci) {
+  if (pci.empty()) return nullptr;
+  const std::string dir = "/sys/bus/pci/devices/" + pci + "/";
+  const int cur_gen = pcie_gen_of_speed(read_first_line(dir + "current_link_speed"));
+  const int max_gen = pcie_gen_of_speed(read_first_line(dir + "max_link_speed"));
+  const int64_t cur_width = to_int(read_first_line(dir + "current_link_width"));
+  const int64_t max_width = to_int(read_first_line(dir + "max_link_width"));
+  if (max_gen <= 0 || max_width <= 0) return nullptr;
+  auto or_null = [](int64_t v) { return v > 0 ? Json(v) : Json(nullptr); };
+  return Json{{"current_gen", or_null(cur_gen)}, {"current_width", or_null(cur_width)}, {"max_gen", max_gen},
+              {"max_width", max_width}, {"source", "sysfs"}};
 }
 
 // Opens the first library of `names` that loads (kept loaded for the life of the process:

@@ -5,6 +5,7 @@
 
 #include "results/html_page.hpp"
 #include "results/report_html.hpp"
+#include "tuner/links.hpp"
 
 namespace acceltune {
 
@@ -34,6 +35,21 @@ std::string bundle_cell(const Json& study) {
   return o;
 }
 
+// A study's efficiency against its link's ceiling (tuner/links.hpp's to_json).
+std::string efficiency_cell(const Json& study) {
+  if (!study.contains("efficiency") || !study["efficiency"].is_object()) return "-";
+  const Json& e = study["efficiency"];
+  std::string o = verdict_html(e);
+  if (e["efficiency"].is_number()) {
+    o += fmt::format("<br><span class=\"note\">{} GB/s of {} GB/s, {}</span>", format_number(e.value("measured_gbps", 0.0)),
+                     format_number(e.value("ceiling_gbps", 0.0)), h(text_of(e, "link_label")));
+  }
+  for (const auto& x : e.value("suggestions", Json::array())) {
+    if (x.is_string()) o += "<br><span class=\"note\">check: " + h(x.get<std::string>()) + "</span>";
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string bringup_html(const Json& summary, const std::vector<StudyData>& studies) {
@@ -58,7 +74,7 @@ std::string bringup_html(const Json& summary, const std::vector<StudyData>& stud
        "start it, with the files loaded, interleaved with its defaults; \"own plan\" loads the study's own "
        "exports, \"bundle\" the merged bundle.</p>\n<table>\n";
   o += "<tr><th>family</th><th>study</th><th>state</th><th>trials</th><th>certified (search)</th>"
-       "<th>delivered (own plan)</th><th>delivered (bundle)</th></tr>\n";
+       "<th>delivered (own plan)</th><th>delivered (bundle)</th><th>against the link's ceiling</th></tr>\n";
   std::string skipped;
   for (const auto& f : summary.value("families", Json::array())) {
     if (f["skipped"].is_string()) {
@@ -69,20 +85,26 @@ std::string bringup_html(const Json& summary, const std::vector<StudyData>& stud
     for (const auto& s : f.value("studies", Json::array())) {
       const std::string state = text_of(s, "state");
       o += fmt::format("<tr><td>{}</td><td><a href=\"#{}-best\">{}</a></td><td>{}{}</td><td class=\"num\">{}</td>"
-                       "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                        h(text_of(f, "name")), h(text_of(s, "space")), h(text_of(s, "space")), h(state),
                        text_of(s, "why").empty() ? "" : ": " + h(text_of(s, "why")),
                        s.contains("trials") ? json_text(s["trials"]) : "-",
                        h(s.contains("certified") ? text_of(s, "certified") : "-"),
-                       h(s.contains("delivered_own") ? text_of(s, "delivered_own") : "-"), bundle_cell(s));
+                       h(s.contains("delivered_own") ? text_of(s, "delivered_own") : "-"), bundle_cell(s),
+                       efficiency_cell(s));
     }
   }
   o += "</table>\n";
+  o += fmt::format("<p class=\"note\">Against the link's ceiling: the best certified figure over the ceiling of the link "
+                   "the study crossed ({}); the links and their ceilings are listed under Links.</p>\n",
+                   h(verdict_thresholds_text()));
   if (!skipped.empty()) {
     o += "<h3>Skipped</h3>\n<table>\n<tr><th>family</th><th>what it tunes</th><th>why not here</th></tr>\n" + skipped +
          "</table>\n";
   }
   o += "</section>\n";
+
+  o += "<section id=\"links\">\n<h2>Links</h2>\n" + links_table_html(fp) + "</section>\n";
 
   o += "<section id=\"load\">\n<h2>What to load, and how</h2>\n<table>\n";
   const std::pair<const char*, const char*> files[] = {

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "tuner/links.hpp"
 #include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
@@ -226,7 +227,8 @@ Json Comparison::to_json() const {
                       {"finished", s.finished},
                       {"created_at", s.created_at},
                       {"delivery", Json{{"state", s.delivery_state}, {"why", s.delivery_why},
-                                        {"client", s.delivery_client}}}});
+                                        {"client", s.delivery_client}}},
+                      {"efficiency", s.efficiency}});
   }
   j["studies"] = ss;
   Json sz = Json::array();
@@ -323,6 +325,9 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
     cs.delivery_state = s.best.delivery.state;
     cs.delivery_why = s.best.delivery.why;
     cs.delivery_client = s.best.delivery.client;
+    const Efficiency e = efficiency_of(s.study, s.best);
+    cs.efficiency = e.to_json();
+    cs.efficiency_text = e.short_text();
     c.studies.push_back(std::move(cs));
   }
   const StudyData& first = in[0];

@@ -9,6 +9,7 @@
 
 #include "results/html_page.hpp"
 #include "results/svg.hpp"
+#include "tuner/links.hpp"
 
 namespace acceltune {
 
@@ -79,6 +80,21 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
        "config the search recommends at each size); search gain is their ratio, from the search alone; certified is "
        "the interleaved re-measurement's gain with its 95% interval, when the study was certified; delivered is the "
        "export loaded the way a job loads it, interleaved with the defaults, when that was measured.</p>\n";
+  o += fmt::format("<h3>Against each study's own link ceiling</h3>\n<p class=\"note\">Each study's best certified figure "
+                   "over the ceiling of the link it crossed on its own machine ({}), so two hardware generations are "
+                   "judged by their own links, not only against each other.</p>\n<table>\n<tr><th>study</th>"
+                   "<th>link</th><th>measured (GB/s)</th><th>ceiling (GB/s)</th><th>efficiency</th></tr>\n",
+                   h(verdict_thresholds_text()));
+  for (const auto& s : c.studies) {
+    const Json& e = s.efficiency;
+    auto gbps = [&](const char* key) {
+      return e.contains(key) && e[key].is_number() ? format_number(e[key].get<double>()) : std::string("-");
+    };
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                     h(s.label), h(e.value("link_label", "-")), gbps("measured_gbps"), gbps("ceiling_gbps"),
+                     verdict_html(e));
+  }
+  o += "</table>\n";
   for (const auto& s : c.studies) {
     if (s.delivery_state == "measured") continue;
     o += fmt::format("<p class=\"note\">{} delivered: not verified: {}.</p>\n", h(s.label),

@@ -42,6 +42,16 @@ td.headline{min-width:160px}.sig,.insig,.slow{white-space:nowrap}
 
 std::string h(const std::string& s) { return escape(s); }
 
+std::string verdict_html(const Json& e) {
+  if (!e.is_object() || !e.contains("efficiency") || !e["efficiency"].is_number()) {
+    const std::string why = e.is_object() && e.contains("why_none") && e["why_none"].is_string() ? e["why_none"].get<std::string>() : "";
+    return "<span class=\"insig\">none: " + escape(why) + "</span>";
+  }
+  const std::string verdict = e.value("verdict", "");
+  const char* cls = verdict == "good" ? "sig" : verdict == "investigate" ? "slow" : "";
+  return fmt::format("<span class=\"{}\">{:.0f}% {}</span>", cls, e["efficiency"].get<double>() * 100, escape(verdict));
+}
+
 std::string fnum(const std::optional<double>& v) { return v ? format_number(*v) : "-"; }
 
 std::string ratio_text(const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : "-"; }

@@ -9,6 +9,7 @@
 
 #include "results/html_page.hpp"
 #include "results/svg.hpp"
+#include "tuner/links.hpp"
 
 namespace acceltune {
 
@@ -202,6 +203,34 @@ std::string best_section(const StudyData& s) {
                      b.delivery.at.empty() ? "" : ", " + h(b.delivery.at));
   } else {
     o += fmt::format("<p class=\"note\">Delivered: not verified: {}.</p>\n", h(not_verified_why(b)));
+  }
+  return o + "</section>\n";
+}
+
+std::string efficiency_section(const StudyData& s, bool with_links) {
+  const Efficiency e = efficiency_of(s.study, s.best);
+  std::string o = "<section id=\"efficiency\">\n<h2>Against the link's ceiling</h2>\n<table class=\"kv\">\n";
+  o += kv_row("link", h(e.link_label.empty() ? "-" : e.link_label));
+  if (e.measured_gbps) {
+    o += kv_row("measured", fmt::format("{} GB/s at {} ({}, inside acceltune)", format_number(*e.measured_gbps),
+                                        h(format_bytes(e.bytes)), h(e.measured_is)));
+  }
+  if (e.ceiling_gbps) {
+    o += kv_row("ceiling", fmt::format("{} GB/s per direction: {}", format_number(*e.ceiling_gbps), h(e.ceiling_basis)));
+  }
+  o += kv_row("efficiency", verdict_html(e.to_json()) +
+                                (e.efficiency ? " (" + h(verdict_thresholds_text()) + ")" : std::string()));
+  if (!e.note.empty()) o += kv_row("note", h(e.note));
+  o += "</table>\n";
+  if (!e.suggestions.empty()) {
+    o += "<p class=\"warn\">What the probe suggests checking:</p>\n<ul>\n";
+    for (const auto& x : e.suggestions) o += "<li>" + h(x) + "</li>\n";
+    o += "</ul>\n";
+  }
+  // Every link of the machine the study ran on (a page of several studies lists them once).
+  if (with_links) {
+    o += "<details><summary>Every link of this study's machine and its ceiling</summary>\n" +
+         links_table_html(s.study.value("fingerprint", Json::object())) + "</details>\n";
   }
   return o + "</section>\n";
 }
@@ -434,8 +463,19 @@ std::string top_trials_section(const StudyData& s) {
 
 }  // namespace
 
+std::string links_table_html(const Json& probe) {
+  std::string o = "<table>\n<tr><th>link</th><th>ceiling per direction (GB/s)</th><th>basis</th><th>state</th>"
+                  "<th>finding</th></tr>\n";
+  for (const auto& c : link_ceilings(probe)) {
+    o += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", h(c.label),
+                     c.gbps ? format_number(*c.gbps) : "none", h(c.basis), h(c.state.empty() ? "-" : c.state),
+                     c.finding.empty() ? "-" : "<span class=\"slow\">" + h(c.finding) + "</span>");
+  }
+  return o + "</table>\n";
+}
+
 std::string study_sections_html(const StudyData& s, const std::string& id_prefix) {
-  std::string o = best_section(s) + bandwidth_section(s) + failed_section(s);
+  std::string o = best_section(s) + efficiency_section(s, false) + bandwidth_section(s) + failed_section(s);
   // Several studies share a page: each section's id gets the study's prefix.
   const std::string from = " id=\"", to = " id=\"" + id_prefix + "-";
   for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size())) o.replace(at, from.size(), to);
@@ -446,6 +486,7 @@ std::string report_html(const StudyData& s) {
   std::string o = page_start("acceltune report: " + s.space.name());
   o += header_section(s);
   o += best_section(s);
+  o += efficiency_section(s, true);
   o += bandwidth_section(s);
   o += convergence_section(s);
   o += params_section(s);

@@ -416,6 +416,18 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   }
   EXPECT_NE(r.out.find("delivered (bundle)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rdma   skipped:"), std::string::npos) << r.out;
+  // Each study against its link's ceiling: host-copy judged against the measured memory
+  // reference (or told why not), the loopback and veth paths told they have no ceiling.
+  EXPECT_NE(r.out.find("against each link's ceiling"), std::string::npos) << r.out;
+  ASSERT_TRUE(summary["links"].is_array() && !summary["links"].empty()) << summary["links"];
+  for (const auto& s : fam["host"]["studies"]) {
+    const Json& e = s["efficiency"];
+    EXPECT_EQ(e["link"], (Json{{"kind", "host-memory"}})) << e;
+    EXPECT_TRUE(e["efficiency"].is_number() || !e["why_none"].get<std::string>().empty()) << e;
+  }
+  for (const auto& s : fam["tcp"]["studies"]) {
+    EXPECT_NE(s["efficiency"]["why_none"].get<std::string>().find("no line rate"), std::string::npos) << s;
+  }
   // A plain MPI program started through job.sh sees every variable the bundle sets.
   if (test::have_program("mpirun")) {
     std::string show;
@@ -437,7 +449,9 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   // The report: well-formed, and Chromium renders it without console messages.
   const std::string html = test::read_file(t / "b" / "report.html");
   EXPECT_EQ(test::check_well_formed(html), "");
-  for (const char* s : {"host-copy", "ucx-shm", "tcp-stream", "Skipped", "job.sh"}) EXPECT_NE(html.find(s), std::string::npos) << s;
+  for (const char* s : {"host-copy", "ucx-shm", "tcp-stream", "Skipped", "job.sh", "against the link's ceiling", "Links"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
   const std::string chromium = test::chromium_binary();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (tools/setup.sh installs it for this test)";
   auto dom = test::run_chromium(chromium, t / "profile", "--dump-dom", t / "b" / "report.html");

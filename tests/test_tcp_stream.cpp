@@ -364,6 +364,38 @@ TEST_F(TcpStreamNetns, PeerSetsTheMtuOfTheLinksItWasPointedAt) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+TEST_F(TcpStreamNetns, AStudyRecordsItsLinkAndAnMtuBelowThePeers) {
+  // The far end's link at 9000, this side's at 1500: the study records the NIC it crossed with the
+  // peer's MTU, and the efficiency line says the link has no ceiling (a veth) and what to check.
+  ASSERT_TRUE(set_link_mtu(info_.server, info_.server_link, 9000).ok());
+  test::TempDir dir;
+  const pid_t server = spawn_acceltune({"serve", "--bind", info_.server_addr, "--port", "18516"}, dir.path(),
+                                       {"ip", "netns", "exec", info_.server});
+  auto listening = [&] {
+    bool up = false;
+    (void)run_in_netns(info_.client, [&] {
+      auto fd = connect_tcp(info_.server_addr, 18516, 1);
+      if (fd) ::close(*fd);
+      up = fd.has_value();
+    });
+    return up;
+  };
+  ASSERT_TRUE(eventually(listening, 5));
+  auto r = run_cli({"search", "--space", "tcp-stream", "--peer", info_.server_addr + ":18516", "--sizes", "1M",
+                    "--budget", "3", "--max-seconds", "0.05", "--certify-top", "0", "--verify-rounds", "0", "--out",
+                    (dir / "s").string()},
+                   dir.path(), "ip netns exec " + info_.client);
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  (void)set_link_mtu(info_.server, info_.server_link, 1500);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json study = Json::parse(test::read_file(dir / "s" / "study.json"));
+  EXPECT_EQ(study["link"], (Json{{"kind", "nic"}, {"interface", info_.client_link}, {"peer_mtu", 9000}})) << study["link"];
+  EXPECT_NE(r.out.find("no ceiling: a virtual interface"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("check: " + info_.client_link + "'s MTU 1500 is below the peer's 9000"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(TcpStreamNetns, AKernelOwnsItsNamespacesAndRemovesThem) {
   std::vector<std::string> names = netns_names_of(::getpid());
   {

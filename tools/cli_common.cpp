@@ -10,6 +10,7 @@
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
+#include "tuner/links.hpp"
 #include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
@@ -65,6 +66,14 @@ std::string describe_config(const Json& config, const Json& default_config,
     out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, show_value(v, u == units.end() ? "" : u->second));
   }
   return out.empty() ? "(default)" : out;
+}
+
+void print_efficiency(const Json& study, const BestTable& b, std::FILE* out) {
+  const Efficiency e = efficiency_of(study, b);
+  std::fprintf(out, "efficiency (inside acceltune, against the link's ceiling): %s\n", e.line().c_str());
+  if (e.efficiency) std::fprintf(out, "  ceiling: %s\n", e.ceiling_basis.c_str());
+  if (!e.note.empty()) std::fprintf(out, "  note: %s\n", e.note.c_str());
+  for (const auto& s : e.suggestions) std::fprintf(out, "  check: %s\n", s.c_str());
 }
 
 void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out) {

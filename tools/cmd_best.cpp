@@ -14,6 +14,7 @@ int cmd_best(const std::string& dir, bool as_json) {
   std::printf("study %s: space %s, %lld trials (%lld ok)\n", dir.c_str(), s->best.space.c_str(),
               static_cast<long long>(s->best.trials), static_cast<long long>(s->best.trials_ok));
   print_best_table(s->best, s->study.value("space", Json::object()), stdout);
+  print_efficiency(s->study, s->best, stdout);
   return 0;
 }
 

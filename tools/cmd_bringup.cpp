@@ -22,6 +22,7 @@
 #include "tuner/binary.hpp"
 #include "tuner/cancel.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/links.hpp"
 #include "tuner/process_guard.hpp"
 
 extern char** environ;
@@ -411,6 +412,9 @@ int cmd_bringup(const BringupArgs& a) {
   summary["partial"] = cancelled_by != 0;
   summary["cancelled_by"] = cancelled_by ? Json(signal_name(cancelled_by)) : Json(nullptr);
   summary["fingerprint"] = probe;
+  Json links = Json::array();
+  for (const auto& c : link_ceilings(probe)) links.push_back(c.to_json());
+  summary["links"] = links;
   Json fams = Json::array();
   for (const auto& f : *families) {
     Json jf = Json{{"name", f.name}, {"what", f.what}, {"skipped", f.skipped.empty() ? Json(nullptr) : Json(f.skipped)}};
@@ -425,6 +429,7 @@ int cmd_bringup(const BringupArgs& a) {
         s["trials"] = d.best.trials;
         s["trials_ok"] = d.best.trials_ok;
         s["delivered_own"] = own_delivered(d.best);
+        s["efficiency"] = efficiency_of(d.study, d.best).to_json();
         for (const auto& c : contributions) {
           if (c.study == &d) s["certified"] = c.gain;
         }
@@ -471,6 +476,14 @@ int cmd_bringup(const BringupArgs& a) {
   }
   for (const auto& f : *families) {
     if (!f.skipped.empty()) std::printf("%-6s skipped: %s\n", f.name.c_str(), f.skipped.c_str());
+  }
+  std::printf("\nagainst each link's ceiling (certified figures; %s):\n", verdict_thresholds_text().c_str());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (data_of_run[i] == SIZE_MAX) continue;
+    const StudyData& d = data[data_of_run[i]];
+    const Efficiency e = efficiency_of(d.study, d.best);
+    std::printf("  %-15s %s\n", d.best.space.c_str(), e.short_text().c_str());
+    for (const auto& x : e.suggestions) std::printf("  %-15s   check: %s\n", "", x.c_str());
   }
   for (const auto& n : merged.notes) std::printf("note: %s\n", n.c_str());
   std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(summary["seconds"].get<double>()).c_str());

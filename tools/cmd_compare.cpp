@@ -3,6 +3,7 @@
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
 #include "tools/cli.hpp"
+#include "tuner/links.hpp"
 
 namespace acceltune::cli {
 namespace {
@@ -71,6 +72,10 @@ void print_comparison(const Comparison& c, const std::vector<StudyData>& studies
                   s.delivery_why.empty() ? "not measured yet (acceltune verify measures it)" : s.delivery_why.c_str());
     }
   }
+  // Each study against its own machine's ceiling: two generations judged by their own links.
+  std::printf("\nagainst each study's own link ceiling (certified figures, inside acceltune; %s):\n",
+              verdict_thresholds_text().c_str());
+  for (const auto& s : c.studies) std::printf("%s %s\n", s.label.c_str(), s.efficiency_text.c_str());
   std::map<std::string, std::string> units;
   for (const auto& s : studies) {
     for (const auto& p : s.space.params()) units.emplace(p.name, p.unit);

@@ -4,6 +4,7 @@
 
 #include "tools/cli.hpp"
 #include "tuner/fingerprint.hpp"
+#include "tuner/links.hpp"
 
 namespace acceltune::cli {
 namespace {
@@ -38,6 +39,7 @@ void print_human(const Json& f) {
                             text_of(get(cpu, "sockets")), text_of(get(cpu, "cores")), text_of(get(cpu, "logical_cores")),
                             text_of(get(cpu, "usable_cores")), text_of(get(cpu, "topology_source"))));
   if (get(cpu, "max_mhz").is_number()) row("max clock", fmt::format("{:.0f} MHz", get(cpu, "max_mhz").get<double>()));
+  row("governor", text_of(get(cpu, "governor"), "- (no cpufreq)"));
   std::string flags;
   for (const auto& x : get(cpu, "flags").is_array() ? cpu["flags"] : Json::array()) {
     flags += (flags.empty() ? "" : " ") + text_of(x);
@@ -46,6 +48,15 @@ void print_human(const Json& f) {
 
   section("Memory");
   row("total", gib_text(get(f, "memory_bytes")));
+  const Json ref = get(f, "memory_reference");
+  if (ref.is_object()) {
+    row("copy", fmt::format("{:.1f} GB/s best, {:.1f} median (measured: {} threads, {} MiB; bytes copied)",
+                            get(ref, "copy_gbps").get<double>(), get(ref, "copy_gbps_median").get<double>(),
+                            text_of(get(ref, "threads")), get(ref, "buffer_bytes").get<int64_t>() >> 20));
+    for (const auto& n : get(ref, "per_numa").is_array() ? ref["per_numa"] : Json::array()) {
+      row(fmt::format("  node {}", text_of(get(n, "node"))), fmt::format("{:.1f} GB/s", get(n, "copy_gbps").get<double>()));
+    }
+  }
   row("huge pages", text_of(get(f, "transparent_hugepages")));
 
   section("NUMA");
@@ -124,6 +135,22 @@ void print_human(const Json& f) {
     for (const auto& [k, x] : v.items()) row(k, text_of(x));
   }
 
+  section("Links and their ceilings (per direction; what a study measures is judged against these)");
+  for (const auto& c : link_ceilings(f)) {
+    if (c.gbps) {
+      row(c.id, fmt::format("{}: {:.1f} GB/s", c.label, *c.gbps));
+      std::printf("  %-14s   %s\n", "", c.basis.c_str());
+    } else {
+      row(c.id, c.label + ": " + (c.basis.rfind("no ceiling", 0) == 0 ? c.basis : "no ceiling: " + c.basis));
+    }
+    if (!c.state.empty()) std::printf("  %-14s   now: %s\n", "", c.state.c_str());
+    if (!c.finding.empty()) std::printf("  %-14s   FINDING: %s\n", "", c.finding.c_str());
+  }
+  const std::string governor = text_of(get(get(f, "cpu"), "governor"), "");
+  if (!governor.empty() && governor != "performance") {
+    std::printf("  %-14s FINDING: the CPU frequency governor is '%s', not 'performance'\n", "cpu", governor.c_str());
+  }
+
   const Json notes = get(f, "notes");
   if (notes.is_array() && !notes.empty()) {
     section("Notes");
@@ -159,7 +186,9 @@ void add_probe_command(CLI::App& app, CommandList& list) {
   probe->add_option("--fingerprint", *stored,
                     "print the fingerprint id of a stored probe instead: a study directory, its study.json, or the "
                     "output of probe --json");
-  probe->footer("The fingerprint hashes the fields that decide performance (\"fingerprint_fields\" in --json), not "
+  probe->footer("Links: each with its ceiling per direction from this machine's own data (PCIe generation and width, "
+                "NVLink links, NIC and RDMA rates, GPU memory by model, host memory by a short measured copy) and "
+                "what the probe finds wrong with it. The fingerprint hashes the fields that decide performance (\"fingerprint_fields\" in --json), not "
                 "clocks, temperatures, power, load or host names.");
   list.add(probe, [as_json, stored] {
     if (!stored->empty()) return print_stored_id(*stored);

@@ -197,6 +197,7 @@ int cmd_search(const SearchArgs& a) {
               outcome->resumed_trials ? fmt::format(", {} resumed", outcome->resumed_trials).c_str() : "",
               format_seconds(cost).c_str(), outcome->stop_reason.c_str());
   print_best_table(b, p.space.definition(), stdout);
+  print_efficiency(b.study, b, stdout);
   // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks.
   if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
       DeliveryRegistry::instance().find(b.kernel)) {

@@ -378,6 +378,9 @@ Json probe_fingerprint() {
   fill_cpu_topology(cpu);
   const int64_t max_khz = to_int(read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"));
   cpu["max_mhz"] = max_khz > 0 ? Json(static_cast<double>(max_khz) / 1000.0) : Json(nullptr);
+  // The frequency governor (cpufreq); null where the kernel exposes none (most VMs).
+  const std::string governor = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  cpu["governor"] = governor.empty() ? Json(nullptr) : Json(governor);
   // The flags that decide which copy paths are fast.
   std::string flags = read_first("/proc/cpuinfo", "flags");
   std::istringstream fs_flags(flags);

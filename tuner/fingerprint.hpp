@@ -26,9 +26,11 @@ struct ProbeSection {
 };
 using ProbeSectionRegistry = Registry<ProbeSection>;
 
-// The full probe: "host", "cpu" (model, sockets, cores, logical_cores, usable_cores, flags),
+// The full probe: "host", "cpu" (model, sockets, cores, logical_cores, usable_cores, flags,
+// max_mhz, governor),
 // "memory_bytes", "numa" (per node: memory and CPUs), "os", "nics", "rdma", "gpus", "affinity",
-// "versions", "compiler", "acceltune", "notes"; then "fingerprint_fields" (the subset hashed)
+// "memory_reference" (a short measured copy: the host memory's ceiling), "versions",
+// "compiler", "acceltune", "notes"; then "fingerprint_fields" (the subset hashed)
 // and "id" (fingerprint_id of it). Lists a build or machine lacks are empty, with a note.
 Json probe_fingerprint();
 

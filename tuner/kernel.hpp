@@ -53,6 +53,11 @@ class Kernel {
   // creates), "peer" (an `acceltune serve` elsewhere). The space field "placement" chooses one
   // (the first listed when absent); a kernel that lists none runs on this host only.
   virtual std::vector<std::string> placements() const { return {}; }
+  // The link the measured bytes cross, known after attach, as tuner/links.hpp describes the
+  // record ({"kind": "host-memory"}, {"kind": "nic", "interface": "eth0"}, ...): stored with the
+  // study, so its figures are judged against that link's ceiling. Null when no single link
+  // bounds the figure.
+  virtual Json link() const { return nullptr; }
   // Why searching this space has nothing to tune (a search of it ends with exit 2), empty when
   // it has something. Asked before attach, from the space alone, and again after it.
   virtual std::string nothing_to_tune(const Space& space) const {

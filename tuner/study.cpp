@@ -107,7 +107,8 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   StudyOutcome out;
-  const Json record = make_study_record(space, workload, options, fingerprint);
+  Json record = make_study_record(space, workload, options, fingerprint);
+  record["link"] = kernel.link();
   ACCELTUNE_TRY_ASSIGN(out.isolation, resolve_isolation(space, kernel, options.isolation));
   if (out.isolation == Isolation::worker && options.worker_command.empty()) {
     return input_error("space '{}' needs worker processes, but no worker command is set", space.name());

@@ -189,6 +189,16 @@ class CudaCopy final : public Kernel {
     return table;
   }
 
+  Json link() const override {
+    switch (op_) {
+      case Op::h2d:
+      case Op::d2h: return Json{{"kind", "pcie"}, {"gpu", device_}};
+      case Op::d2d: return Json{{"kind", "gpu-memory"}, {"gpu", device_}};
+      case Op::peer: return Json{{"kind", "gpu-peer"}, {"gpu", device_}, {"peer_gpu", peer_device_}};
+    }
+    return nullptr;
+  }
+
   Status attach(Space& space) override {
     const std::string& o = space.operation();
     if (o == "h2d") op_ = Op::h2d;

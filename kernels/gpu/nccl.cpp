@@ -171,6 +171,13 @@ class Nccl final : public Kernel {
     return "";
   }
 
+  // On one node the ranks' GPUs talk over NVLink, else PCIe (tuner/links.cpp picks by the probe);
+  // across nodes the NIC NCCL chose is not known here, and one rank crosses no link.
+  Json link() const override {
+    if (nodes_ == 1 && ranks_ > 1) return Json{{"kind", "gpu-peer"}, {"gpu", 0}};
+    return nullptr;
+  }
+
   Status attach(Space& space) override {
     auto op = nccl_op_from_string(space.operation());
     if (!op) {

@@ -108,6 +108,8 @@ class HostCopy final : public Kernel {
     return table;
   }
 
+  Json link() const override { return Json{{"kind", "host-memory"}}; }
+
   Status attach(Space& space) override {
 #if !defined(__x86_64__)
     for (const auto& p : space.params()) {

@@ -307,6 +307,10 @@ class MpiColl final : public Kernel {
     return under_launcher() ? KernelIsolation::in_process_only : KernelIsolation::any;
   }
 
+  // Ranks on this host reach each other through shared memory; under a launcher they may span
+  // hosts over links this process does not see.
+  Json link() const override { return under_launcher() ? Json(nullptr) : Json{{"kind", "host-memory"}}; }
+
   Status attach(Space& space) override {
     coll_ = find_collective(space.operation());
     if (!coll_) {

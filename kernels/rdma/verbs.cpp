@@ -67,6 +67,8 @@ class Verbs final : public Kernel {
   }
   std::vector<std::string> placements() const override { return {"loopback"}; }
 
+  Json link() const override { return Json{{"kind", "rdma"}, {"device", device_name_}, {"port", port_}}; }
+
   Status attach(Space& space) override {
     std::string op = space.operation();
     latency_ = op.size() > 4 && op.compare(op.size() - 4, 4, "_lat") == 0;

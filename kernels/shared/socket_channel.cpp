@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -310,6 +311,53 @@ Status recv_all(int fd, void* data, size_t n, double timeout_seconds, std::strin
     n -= static_cast<size_t>(k);
   }
   return {};
+}
+
+namespace {
+
+// The interface that holds this socket address; empty when none does.
+std::string interface_holding(const sockaddr_storage& local) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* a = list; a && name.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != local.ss_family) continue;
+    if (local.ss_family == AF_INET) {
+      const auto* x = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      const auto* y = reinterpret_cast<const sockaddr_in*>(&local);
+      if (x->sin_addr.s_addr == y->sin_addr.s_addr) name = a->ifa_name;
+    } else if (local.ss_family == AF_INET6) {
+      const auto* x = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      const auto* y = reinterpret_cast<const sockaddr_in6*>(&local);
+      if (std::memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0) name = a->ifa_name;
+    }
+  }
+  ::freeifaddrs(list);
+  return name;
+}
+
+}  // namespace
+
+std::string interface_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "";
+  const int fd = ::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  const bool routed = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+                      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(res);
+  return routed ? interface_holding(local) : "";
+}
+
+std::string local_interface(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return "";
+  return interface_holding(local);
 }
 
 }  // namespace acceltune

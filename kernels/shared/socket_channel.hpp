@@ -37,6 +37,12 @@ Expected<int> listen_tcp(const std::string& bind_addr, int port, int* bound_port
 Expected<int> accept_tcp(int listen_fd, double timeout_seconds);
 // The numeric address of either side of a connected socket ("198.18.0.1").
 std::string local_address(int fd);
+// The interface this host's routes send traffic for `host` through ("eth0", "lo"): the
+// address a datagram socket connected to it would use, matched to its interface (no packet is
+// sent). Empty when the host does not resolve or no interface holds that address.
+std::string interface_toward(const std::string& host);
+// The interface that holds a connected socket's local address; empty when none does.
+std::string local_interface(int fd);
 std::string remote_address(int fd);
 
 // "HOST:PORT", with brackets around an IPv6 host.

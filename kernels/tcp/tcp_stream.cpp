@@ -23,7 +23,8 @@
 //   ("link", this side) and by `serve --link` (the other side), and needs root on both.
 //
 // Control protocol (JSON lines; the client sends, the server answers each with {"ok": ...}):
-//   hello {"kind": "tcp-stream", "version": 1}        -> link, link_mtu, congestion available
+//   hello {"kind": "tcp-stream", "version": 1}        -> link, link_mtu (of --link, else of the
+//                                                        interface served on), congestion available
 //   {"op": "setup", streams, rcvbuf, congestion, write_size, align, mtu?}
 //        -> {"port": P}; the client connects `streams` data connections to P, each sending its
 //           4-byte stream index first -> {"rcvbuf_bytes", "congestion"}
@@ -330,6 +331,19 @@ Settings TcpStream::read(const Space& space, const Config& c) const {
   const std::string& z = v.choice("zerocopy");
   s.zerocopy = z == "msg_zerocopy" ? Zerocopy::msg_zerocopy : z == "sendfile" ? Zerocopy::sendfile : Zerocopy::none;
   return s;
+}
+
+Json TcpStream::link() const {
+  if (placement_ == "netns") return Json{{"kind", "veth"}};
+  if (placement_ != "peer") return Json{{"kind", "loopback"}};
+  // The interface named for the MTU, else the one the routes use toward the peer.
+  const std::string iface = local_link_.empty() ? interface_toward(peer_host_) : local_link_;
+  if (iface.empty()) return nullptr;
+  if (iface == "lo") return Json{{"kind", "loopback"}};
+  Json l{{"kind", "nic"}, {"interface", iface}};
+  // The far end's MTU, from its hello: one below it on this side is a suggestion.
+  if (hello_.contains("link_mtu") && hello_["link_mtu"].is_number_integer()) l["peer_mtu"] = hello_["link_mtu"];
+  return l;
 }
 
 void TcpStream::release_placement() {

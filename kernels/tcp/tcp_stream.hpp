@@ -44,6 +44,7 @@ class TcpStream final : public Kernel {
   const NativeTable& native_table() const override;
   std::vector<std::string> placements() const override { return {"loopback", "netns", "peer"}; }
   Status attach(Space& space) override;
+  Json link() const override;
   Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
                       const MeasureContext&) override;
 

@@ -277,8 +277,11 @@ void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
   const std::string link = serve_options.value("link", "");
   Json info = ok(Json{{"version", 1}, {"congestion", available_congestion()}, {"link", link},
                       {"may_set_mtu", !link.empty() && may_manage_netns()}});
-  if (!link.empty()) {
-    auto mtu = get_link_mtu("", link);
+  // The MTU of the link served on: the one named with --link, else the interface that holds this
+  // connection's address (the client weighs its own MTU against it).
+  const std::string served = link.empty() ? local_interface(ctrl) : link;
+  if (!served.empty()) {
+    auto mtu = get_link_mtu("", served);
     info["link_mtu"] = mtu ? Json(*mtu) : Json(nullptr);
   }
   if (!send_json_line(ctrl, info)) return;

@@ -15,6 +15,7 @@
 // This file is the initiator; the responder is in ucx_responder.cpp, and what both ends share (the
 // UCP wrapper and the control stream) in ucx_ucp.hpp.
 #include "kernels/ucx/ucx.hpp"
+#include "kernels/shared/socket_channel.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -204,7 +205,28 @@ class UcxKernel final : public Kernel {
       }
       peer_ = x["peer"].get<std::string>();
     }
+    // A space that pins UCX_TLS to TCP measures the network stack even on one host.
+    tcp_only_ = false;
+    for (const auto& p : space.params()) {
+      if (p.env != "UCX_TLS") continue;
+      tcp_only_ = true;
+      for (const auto& v : p.values) {
+        if (to_string(v) != "tcp") tcp_only_ = false;
+      }
+    }
     return {};
+  }
+
+  Json link() const override {
+    if (!peer_.empty()) {
+      auto hp = parse_host_port(peer_);
+      const std::string iface = hp ? interface_toward(hp->first) : "";
+      if (iface.empty()) return nullptr;
+      if (iface == "lo") return Json{{"kind", "loopback"}};
+      return Json{{"kind", "nic"}, {"interface", iface}};
+    }
+    // On one host UCX moves the bytes through shared memory unless TCP is pinned.
+    return tcp_only_ ? Json{{"kind", "loopback"}} : Json{{"kind", "host-memory"}};
   }
 
   Measurement measure(const Space&, const Config&, uint64_t bytes, const MeasureSettings& settings,
@@ -354,6 +376,7 @@ class UcxKernel final : public Kernel {
   Op op_ = Op::tag_bw;
   int window_ = 16;
   std::string peer_;
+  bool tcp_only_ = false;
   std::unique_ptr<Session> session_;
   std::string session_error_;
 };

@@ -1,0 +1,201 @@
+// Probe section "memory_reference": the host memory's ceiling, measured, since no spec of it is
+// readable. A STREAM-style copy: one thread per usable CPU, each pinned and copying its own
+// share of a buffer several times the last-level cache, pages first touched by the thread that
+// copies them; the best of a few repetitions, as STREAM reports. Per NUMA node where there are
+// several (each node's CPUs copying that node's memory), else once for the machine.
+//
+// Counted as bytes copied per second, the convention of host-copy and of every copy figure of
+// acceltune; STREAM's Copy counts each byte read and written, which is twice this.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tuner/fingerprint.hpp"
+
+namespace acceltune {
+namespace {
+
+constexpr int kRepetitions = 6;  // the first places the pages; the best of the rest counts
+
+// The CPUs of a sysfs list ("0-3,8-11") that this process may use.
+std::vector<int> usable_cpus(const std::string& list) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+  std::vector<int> cpus;
+  size_t at = 0;
+  while (at < list.size()) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    const std::string part = list.substr(at, end - at);
+    const auto dash = part.find('-');
+    try {
+      const int lo = std::stoi(part.substr(0, dash));
+      const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+      for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+      }
+    } catch (const std::exception&) {
+    }
+    at = end + 1;
+  }
+  return cpus;
+}
+
+std::vector<int> all_usable_cpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Four times the last-level cache (STREAM's rule), at least 64 MiB per buffer, but at most 128 MiB
+// so the probe stays short (a machine with a larger cache reads a figure partly from it), and at
+// most an eighth of the memory of the node copied from.
+size_t buffer_bytes(int64_t node_memory_bytes) {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE) > 0 ? sysconf(_SC_LEVEL3_CACHE_SIZE) : 0;
+  size_t bytes = std::max<size_t>(size_t{64} << 20, static_cast<size_t>(llc) * 4);
+  bytes = std::min<size_t>(bytes, size_t{128} << 20);
+  if (node_memory_bytes > 0) bytes = std::min<size_t>(bytes, static_cast<size_t>(node_memory_bytes / 8));
+  return bytes & ~size_t{4095};
+}
+
+struct CopyFigure {
+  double best_gbps = 0, median_gbps = 0;
+  size_t threads = 0, bytes = 0;
+  std::string error;
+};
+
+CopyFigure measure_copy(const std::vector<int>& cpus, size_t bytes) {
+  CopyFigure f;
+  f.threads = cpus.size();
+  f.bytes = bytes;
+  if (cpus.empty() || bytes == 0) {
+    f.error = "no usable CPU";
+    return f;
+  }
+  void* src = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* dst = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (src == MAP_FAILED || dst == MAP_FAILED) {
+    if (src != MAP_FAILED) ::munmap(src, bytes);
+    if (dst != MAP_FAILED) ::munmap(dst, bytes);
+    f.error = fmt::format("cannot map two buffers of {} bytes", bytes);
+    return f;
+  }
+  const size_t n = cpus.size();
+  const size_t share = (bytes / n) & ~size_t{63};
+  std::vector<double> seconds(kRepetitions, 0);
+  std::barrier start(static_cast<std::ptrdiff_t>(n)), done(static_cast<std::ptrdiff_t>(n));
+  std::vector<std::chrono::steady_clock::time_point> began(kRepetitions), ended(kRepetitions);
+  auto work = [&](size_t i) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[i], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    char* s = static_cast<char*>(src) + i * share;
+    char* d = static_cast<char*>(dst) + i * share;
+    const size_t len = i + 1 == n ? bytes - i * share : share;
+    std::memset(s, static_cast<int>(i + 1), len);  // first touch: the pages land near this CPU
+    std::memset(d, 0, len);
+    for (int r = 0; r < kRepetitions; ++r) {
+      start.arrive_and_wait();
+      if (i == 0) began[r] = std::chrono::steady_clock::now();
+      std::memcpy(d, s, len);
+      done.arrive_and_wait();
+      if (i == 0) ended[r] = std::chrono::steady_clock::now();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n; ++i) threads.emplace_back(work, i);
+  work(0);
+  for (auto& t : threads) t.join();
+  std::vector<double> rates;
+  for (int r = 1; r < kRepetitions; ++r) {
+    const double s = std::chrono::duration<double>(ended[r] - began[r]).count();
+    if (s > 0) rates.push_back(static_cast<double>(bytes) / s / 1e9);
+  }
+  const bool same = std::memcmp(src, dst, bytes) == 0;
+  ::munmap(src, bytes);
+  ::munmap(dst, bytes);
+  if (!same || rates.empty()) {
+    f.error = same ? "no repetition was timed" : "the copy did not match its source";
+    return f;
+  }
+  std::sort(rates.begin(), rates.end());
+  f.best_gbps = rates.back();
+  f.median_gbps = rates[rates.size() / 2];
+  return f;
+}
+
+Json figure_json(const CopyFigure& f) {
+  return Json{{"copy_gbps", f.best_gbps}, {"copy_gbps_median", f.median_gbps}, {"threads", f.threads},
+              {"buffer_bytes", f.bytes}};
+}
+
+void probe_memory_reference(Json& probe) {
+  Json ref = Json::object();
+  ref["method"] = fmt::format(
+      "STREAM-style copy: one pinned thread per usable CPU, each copying its share with memcpy, pages first touched "
+      "by their thread; the best of {} repetitions",
+      kRepetitions - 1);
+  ref["counts"] = "bytes copied per second (STREAM's Copy counts bytes read and written: twice this)";
+  const Json numa = probe.value("numa", Json::array());
+  Json per_node = Json::array();
+  double best = 0;
+  const CopyFigure* best_figure = nullptr;
+  std::vector<CopyFigure> figures;
+  if (numa.is_array() && numa.size() > 1) {
+    figures.reserve(numa.size());
+    for (const auto& node : numa) {
+      const std::vector<int> cpus = usable_cpus(node.value("cpus", std::string()));
+      if (cpus.empty()) continue;  // a memory-only node, or none of its CPUs is ours
+      const int64_t mem = node.contains("memory_bytes") && node["memory_bytes"].is_number()
+                              ? node["memory_bytes"].get<int64_t>() : 0;
+      figures.push_back(measure_copy(cpus, buffer_bytes(mem)));
+      const CopyFigure& f = figures.back();
+      if (!f.error.empty()) {
+        add_probe_note(probe, "memory_reference", fmt::format("node {}: {}", node.value("node", -1), f.error));
+        continue;
+      }
+      Json j = figure_json(f);
+      j["node"] = node.value("node", -1);
+      per_node.push_back(j);
+      if (f.best_gbps > best) {
+        best = f.best_gbps;
+        best_figure = &f;
+      }
+    }
+  } else {
+    const int64_t mem = probe.contains("memory_bytes") && probe["memory_bytes"].is_number()
+                            ? probe["memory_bytes"].get<int64_t>() : 0;
+    figures.push_back(measure_copy(all_usable_cpus(), buffer_bytes(mem)));
+    if (figures.back().error.empty()) best_figure = &figures.back();
+    else add_probe_note(probe, "memory_reference", figures.back().error);
+  }
+  if (!best_figure) {
+    probe["memory_reference"] = nullptr;
+    return;
+  }
+  ref.update(figure_json(*best_figure));
+  if (!per_node.empty()) ref["per_numa"] = per_node;
+  probe["memory_reference"] = ref;
+}
+
+}  // namespace
+}  // namespace acceltune
+
+ACCELTUNE_REGISTER(::acceltune::ProbeSection, "memory_reference",
+                   (::acceltune::ProbeSection{"host memory: a short STREAM-style copy as its ceiling", 70,
+                                              ::acceltune::probe_memory_reference}))
