@@ -17,6 +17,7 @@
 
 #include "kernels/shared/pattern.hpp"
 #include "kernels/shared/team.hpp"
+#include "probe/stream_copy.hpp"
 #include "tuner/kernel.hpp"
 
 namespace acceltune {
@@ -27,27 +28,8 @@ enum class Method { memcpy_, stream, rep_movsb };
 void copy_memcpy(char* dst, const char* src, size_t n) { std::memcpy(dst, src, n); }
 
 #if defined(__x86_64__)
-// Non-temporal stores bypass the cache: they avoid reading the destination lines in (no
-// read-for-ownership), which pays off once the copy is larger than the cache.
-void copy_stream(char* dst, const char* src, size_t n) {
-  const size_t head = std::min(n, static_cast<size_t>((16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15));
-  std::memcpy(dst, src, head);
-  dst += head;
-  src += head;
-  n -= head;
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-  }
-  std::memcpy(dst + i, src + i, n - i);
-}
+// Non-temporal stores (probe/stream_copy.hpp), shared with the probe's memory reference.
+void copy_stream(char* dst, const char* src, size_t n) { copy_streaming(dst, src, n); }
 
 void copy_rep_movsb(char* dst, const char* src, size_t n) {
   asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
