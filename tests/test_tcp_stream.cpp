@@ -152,7 +152,7 @@ TEST(TcpStreamLoopback, SeveralMtusAreHeldAtTheDefault) {
 }
 
 TEST(TcpStreamLoopback, PeerPlacementTalksToAServer) {
-  auto server = PeerServer::start("127.0.0.1", 0, Json::object());
+  auto server = PeerServer::start("127.0.0.1", 0, Json{{"insecure", true}});
   ASSERT_TRUE(server.has_value()) << server.error().message;
   const std::string peer = fmt::format(R"("placement": "peer", "peer": "127.0.0.1:{}",)", (*server)->port());
   Space s = test::space_from_text(space_text("[1500]", peer));
@@ -171,11 +171,11 @@ TEST(TcpStreamLoopback, PeerPlacementTalksToAServer) {
 }
 
 TEST(TcpStreamLoopback, ServerAnswersAnUnknownKindWithOneErrorLine) {
-  auto server = PeerServer::start("127.0.0.1", 0, Json::object());
+  auto server = PeerServer::start("127.0.0.1", 0, Json::object(), "", std::string("a-test-secret-of-some-length"));
   ASSERT_TRUE(server.has_value());
-  auto fd = connect_tcp("127.0.0.1", (*server)->port(), 5);
+  auto fd = connect_peer("127.0.0.1", (*server)->port(), std::string("a-test-secret-of-some-length"),
+                         Json{{"kind", "no-such-kind"}}, 5);
   ASSERT_TRUE(fd.has_value()) << fd.error().message;
-  ASSERT_TRUE(send_json_line(*fd, Json{{"kind", "no-such-kind"}}).ok());
   auto reply = recv_json_line(*fd, 5);
   ASSERT_TRUE(reply.has_value()) << reply.error().message;
   EXPECT_FALSE(reply->value("ok", true));
@@ -251,7 +251,8 @@ TEST(TcpStreamCli, ServeIsTheFarEndOfPeer) {
     if (fd) ::close(*fd);  // a connection without a hello: the server drops it
     return fd.has_value();
   };
-  const pid_t server = spawn_acceltune({"serve", "--bind", "127.0.0.1", "--port", std::to_string(port)}, dir.path());
+  const pid_t server =
+      spawn_acceltune({"serve", "--bind", "127.0.0.1", "--port", std::to_string(port), "--insecure"}, dir.path());
   ASSERT_TRUE(eventually(listening, 5));
   auto r = run_cli({"bench", "--space", "tcp-stream", "--peer", fmt::format("127.0.0.1:{}", port), "--sizes", "1M",
                     "--set", "streams=2", "--max-seconds", "0.05", "--json"});
@@ -264,7 +265,7 @@ TEST(TcpStreamCli, ServeIsTheFarEndOfPeer) {
   ::waitpid(server, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   // --once: the first client that disconnects ends it.
-  const pid_t once = spawn_acceltune({"serve", "--bind", "127.0.0.1", "--port", std::to_string(port), "--once"},
+  const pid_t once = spawn_acceltune({"serve", "--bind", "127.0.0.1", "--port", std::to_string(port), "--once", "--insecure"},
                                      dir.path());
   ASSERT_TRUE(eventually(listening, 5));
   ASSERT_TRUE(eventually([&] { return ::waitpid(once, &status, WNOHANG) == once; }, 5));
@@ -334,7 +335,9 @@ TEST_F(TcpStreamNetns, PeerSetsTheMtuOfTheLinksItWasPointedAt) {
   // `acceltune serve --link` in one namespace, the study in the other: the two-host set-up.
   test::TempDir dir;
   const pid_t server = spawn_acceltune(
-      {"serve", "--bind", info_.server_addr, "--port", "18515", "--link", info_.server_link}, dir.path(),
+      {"serve", "--bind", info_.server_addr, "--port", "18515", "--link", info_.server_link, "--mtu", "1500,9000",
+       "--insecure"},
+      dir.path(),
       {"ip", "netns", "exec", info_.server});
   auto listening = [&] {
     bool up = false;
@@ -369,7 +372,7 @@ TEST_F(TcpStreamNetns, AStudyRecordsItsLinkAndAnMtuBelowThePeers) {
   // peer's MTU, and the efficiency line says the link has no ceiling (a veth) and what to check.
   ASSERT_TRUE(set_link_mtu(info_.server, info_.server_link, 9000).ok());
   test::TempDir dir;
-  const pid_t server = spawn_acceltune({"serve", "--bind", info_.server_addr, "--port", "18516"}, dir.path(),
+  const pid_t server = spawn_acceltune({"serve", "--bind", info_.server_addr, "--port", "18516", "--insecure"}, dir.path(),
                                        {"ip", "netns", "exec", info_.server});
   auto listening = [&] {
     bool up = false;

@@ -190,7 +190,7 @@ TEST(Ucx, TheEnvExportKeepsOnlyUcxVariablesAndNotesOtherRanges) {
 TEST(Ucx, PeerPlacementRunsTheResponderBehindAControlServer) {
   test::TempDir dir;
   SKIP_WITHOUT_UCX(dir);
-  auto server = PeerServer::start("127.0.0.1", 0, Json::object());
+  auto server = PeerServer::start("127.0.0.1", 0, Json{{"insecure", true}});
   ASSERT_TRUE(server.has_value()) << server.error().message;
   test::write_file(dir / "s.json", space_text("tag_lat", R"(["tcp", "shm"])", "tcp"));
   const std::string peer = fmt::format("127.0.0.1:{}", (*server)->port());

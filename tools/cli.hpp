@@ -45,6 +45,7 @@ void print_efficiency(const Json& study, const BestTable& b, std::FILE* out);
 struct PlacementArgs {
   bool netns = false;
   std::string peer;
+  std::string secret_file;  // --secret-file: set as ACCELTUNE_SECRET_FILE for the kernel and its children
 };
 void add_placement_options(CLI::App* command, PlacementArgs& args);
 

@@ -198,6 +198,9 @@ void add_placement_options(CLI::App* command, PlacementArgs& args) {
                     "by a veth pair and removes afterwards (needs root); this makes the link's MTU tunable");
   command->add_option("--peer", args.peer,
                       "HOST:PORT of an 'acceltune serve' on another host: the far end of a transfer kernel");
+  command->add_option("--secret-file", args.secret_file,
+                      "with --peer: a file holding the secret the serve was given (readable by its owner only); "
+                      "default: $ACCELTUNE_SECRET_FILE, else $ACCELTUNE_SECRET");
 }
 
 Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement,
@@ -205,6 +208,8 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
   ACCELTUNE_TRY_ASSIGN(Space space, resolve_space(space_arg.empty() ? kDefaultSpace : space_arg));
   // The placement is part of what the study measures, so it is stored with the space.
   if (placement.netns && !placement.peer.empty()) return input_error("--netns and --peer exclude each other; choose one");
+  // The secret reaches the kernel, its workers and its children through the environment.
+  if (!placement.secret_file.empty()) ::setenv("ACCELTUNE_SECRET_FILE", placement.secret_file.c_str(), 1);
   if (placement.netns) space.set_extra("placement", "netns");
   if (!placement.peer.empty()) {
     space.set_extra("placement", "peer");

@@ -18,6 +18,7 @@ packages=(
   libucx-dev ucx-utils # the ucx kernel; ucx_perftest for its cross-check
   libopenmpi-dev openmpi-bin  # the mpi-coll kernel and distributed studies under mpirun
   libibverbs-dev       # the verbs kernel (RDMA)
+  libsodium-dev        # authenticated control channels (serve, --peer, NCCL rank control)
   libhwloc-dev         # acceltune probe: sockets, cores, NUMA nodes, GPU and NIC affinity
   chromium             # only for test_report: renders the HTML report headless (the test skips without it)
 )

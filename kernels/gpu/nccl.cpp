@@ -341,6 +341,11 @@ class Nccl final : public Kernel {
                 {"config", cfg},                     {"control_host", host}, {"control_port", port},
                 {"init_timeout_seconds", init_timeout_seconds_}, {"timeout_seconds", rank_timeout_seconds_}};
 
+    // The session's secret, which every rank proves on the control socket; the ranks inherit it
+    // (a launcher forwards it with the trial's variables).
+    const std::string secret = random_hex();
+    ::setenv(kNcclControlSecretVar, secret.c_str(), 1);
+
     // The ranks are the acceltune binary in its rank mode (the one setting, tuner/binary.hpp).
     ACCELTUNE_TRY_ASSIGN(std::string exe, acceltune_binary());
     auto spawn = [&](std::vector<std::string> argv) -> Status {
@@ -365,7 +370,7 @@ class Nccl final : public Kernel {
       }
       // Every rank must run with the variables this trial set (NCCL requires equal NCCL_ALGO,
       // NCCL_PROTO, ... on all ranks): forwarded in the launcher's own way.
-      std::vector<std::string> names;
+      std::vector<std::string> names = {kNcclControlSecretVar};
       for (const auto& p : space.params()) {
         if (!p.env.empty() && std::getenv(p.env.c_str()) &&
             std::find(names.begin(), names.end(), p.env) == names.end()) {
@@ -398,12 +403,10 @@ class Nccl final : public Kernel {
       }
       pollfd p{s->listen_fd, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) > 0) {
-        const int fd = ::accept4(s->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) {
-          const int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          pending.emplace_back(fd);
-        }
+        std::string refused;
+        auto ch = accept_rank(s->listen_fd, secret, 5.0, &refused);
+        if (ch && ch->open()) pending.push_back(std::move(*ch));
+        if (!refused.empty()) std::fprintf(stderr, "acceltune: nccl: %s\n", refused.c_str());
       }
       for (pid_t pid : s->pids) {
         int status = 0;

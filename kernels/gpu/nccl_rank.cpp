@@ -321,7 +321,7 @@ int rank_main(int argc, char** argv) {
     device = nccl_device_for(id.local_rank, visible);
   }
   if (device < 0) device = 0;
-  auto channel = connect_control(req.at("control_host").get<std::string>(), req.at("control_port").get<int>(),
+  auto channel = join_control(req.at("control_host").get<std::string>(), req.at("control_port").get<int>(),
                                  req.value("init_timeout_seconds", 8.0));
   if (!channel) {
     std::fprintf(stderr, "acceltune: rank %d: %s\n", rank, channel.error().message.c_str());

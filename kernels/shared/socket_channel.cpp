@@ -69,7 +69,9 @@ std::string host_port_text(const std::string& host, int port) {
 }
 
 Status send_json_line(int fd, const Json& j) {
-  const std::string line = j.dump() + "\n";
+  // Text that came from the far end (an error quoting its bytes) may not be UTF-8: replaced, so a
+  // reply never throws.
+  const std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   size_t off = 0;
   while (off < line.size()) {
     const ssize_t n = ::send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
@@ -83,10 +85,9 @@ Status send_json_line(int fd, const Json& j) {
   return {};
 }
 
-Expected<Json> recv_json_line(int fd, double timeout_seconds) {
+Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes) {
   // Peeks, then takes at most the bytes up to the newline, so nothing after the line is
   // consumed: the socket needs no buffer of its own.
-  constexpr size_t kMaxLine = size_t{16} << 20;
   const auto deadline = deadline_after(timeout_seconds);
   std::string line;
   char buf[65536];
@@ -109,7 +110,9 @@ Expected<Json> recv_json_line(int fd, double timeout_seconds) {
     }
     line.append(buf, static_cast<size_t>(got));
     if (!line.empty() && line.back() == '\n') break;
-    if (line.size() > kMaxLine) return runtime_error("control connection: a line longer than 16 MiB");
+    if (line.size() > max_bytes) {
+      return runtime_error("control connection: a line longer than {} bytes", max_bytes);
+    }
   }
   line.pop_back();
   Json j = Json::parse(line, nullptr, false);

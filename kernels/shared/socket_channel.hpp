@@ -15,7 +15,7 @@ namespace acceltune {
 // One JSON object per line over a stream socket.
 Status send_json_line(int fd, const Json& j);
 // Waits at most timeout_seconds for a whole line; a closed connection is an error.
-Expected<Json> recv_json_line(int fd, double timeout_seconds);
+Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes = size_t{16} << 20);
 
 // "HOST:PORT" (also "[v6]:PORT") into its parts; errors name the text.
 Expected<std::pair<std::string, int>> parse_host_port(const std::string& text);

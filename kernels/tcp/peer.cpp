@@ -17,7 +17,9 @@
 #include <future>
 #include <list>
 #include <mutex>
+#include <set>
 
+#include "kernels/shared/control_auth.hpp"
 #include "kernels/tcp/netns.hpp"
 #include "tuner/service.hpp"
 
@@ -26,8 +28,11 @@ namespace acceltune {
 // ---- the server ----
 
 namespace {
+using Clock = std::chrono::steady_clock;
+
 struct ServerState {
   Json options;
+  std::optional<std::string> secret;
   std::string netns;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
@@ -37,11 +42,17 @@ struct ServerState {
   struct Conn {
     int fd = -1;
     bool closed = false;
+    std::string host;  // the client's address
+    Clock::time_point started;
+    std::atomic<bool> admitted{false};  // authenticated and within the session limit
+    std::atomic<bool> capped{false};    // ended for running past max_session_seconds
     std::atomic<bool> done{false};
     std::thread thread;
   };
   std::mutex mu;
   std::list<Conn> conns;
+
+  bool logs() const { return options.value("log", false); }
 
   ~ServerState() {
     for (int f : wake) {
@@ -51,13 +62,56 @@ struct ServerState {
   }
 };
 
-void serve_connection(int fd, const Json& options) {
-  auto hello = recv_json_line(fd, 10.0);
-  if (!hello) return;  // a port scan or a client that went away
-  if (!hello->is_object() || !(*hello).contains("kind") || !(*hello)["kind"].is_string()) {
+void log_line(const ServerState& st, const std::string& text) {
+  if (!st.logs()) return;
+  std::fprintf(stderr, "acceltune serve: %s\n", text.c_str());
+  std::fflush(stderr);
+}
+
+// Whether serving `me` would exceed the number of client hosts served at once: connections from
+// a host already being served are part of its session.
+std::string busy_with(ServerState& st, const ServerState::Conn& me) {
+  const int64_t limit = st.options.value("sessions", int64_t{0});
+  if (limit <= 0) return "";
+  std::lock_guard<std::mutex> l(st.mu);
+  std::set<std::string> hosts;
+  for (const auto& c : st.conns) {
+    if (&c == &me || !c.admitted || c.done) continue;
+    if (c.host == me.host) return "";
+    hosts.insert(c.host);
+  }
+  if (static_cast<int64_t>(hosts.size()) < limit) return "";
+  std::string who;
+  for (const auto& h : hosts) who += (who.empty() ? "" : ", ") + h;
+  return fmt::format("this acceltune serve is busy with {} (it serves {} client host{} at once: --sessions); try "
+                     "again when that study ends",
+                     who, limit, limit == 1 ? "" : "s");
+}
+
+void serve_connection(ServerState& st, ServerState::Conn& conn) {
+  const int fd = conn.fd;
+  const Json& options = st.options;
+  // The first exchange: the challenge and the client's hello with its proof, one short line
+  // within 10 s, whatever the client sends.
+  auto hello = challenge_peer(fd, st.secret, "serve", options.value("auth_timeout_seconds", 10.0));
+  if (!hello) {
+    log_line(st, fmt::format("refused {}: {}", conn.host, hello.error().message));
+    (void)send_json_line(fd, Json{{"ok", false}, {"error", "refused: " + hello.error().message}});
+    return;
+  }
+  if (options.value("insecure", false)) {
+    log_line(st, fmt::format("INSECURE: serving {} without authentication (--insecure)", conn.host));
+  }
+  if (!hello->contains("kind") || !(*hello)["kind"].is_string()) {
     (void)send_json_line(fd, Json{{"ok", false}, {"error", "the first line must be a hello {\"kind\": ...}"}});
     return;
   }
+  if (const std::string busy = busy_with(st, conn); !busy.empty()) {
+    log_line(st, fmt::format("refused {}: busy", conn.host));
+    (void)send_json_line(fd, Json{{"ok", false}, {"error", busy}});
+    return;
+  }
+  conn.admitted = true;
   const std::string kind = (*hello)["kind"].get<std::string>();
   const PeerHandler* h = PeerHandlerRegistry::instance().find(kind);
   if (!h) {
@@ -69,7 +123,12 @@ void serve_connection(int fd, const Json& options) {
   try {
     h->serve(fd, *hello, options);
   } catch (const std::exception& e) {
+    // A message the handler could not read (a wrong type, a missing field) ends this connection.
     (void)send_json_line(fd, Json{{"ok", false}, {"error", fmt::format("the '{}' handler failed: {}", kind, e.what())}});
+  }
+  if (conn.capped) {
+    log_line(st, fmt::format("ended the session of {}: it ran past --max-session-seconds {}", conn.host,
+                             options.value("max_session_seconds", 0.0)));
   }
 }
 
@@ -80,11 +139,16 @@ void accept_loop(const std::shared_ptr<ServerState>& st);
 struct PeerServer::State : ServerState {};
 
 Expected<std::unique_ptr<PeerServer>> PeerServer::start(const std::string& bind_addr, int port, const Json& options,
-                                                        const std::string& netns) {
+                                                        const std::string& netns,
+                                                        const std::optional<std::string>& secret) {
   std::unique_ptr<PeerServer> server(new PeerServer());
   auto st = std::make_shared<State>();
   st->options = options.is_object() ? options : Json::object();
   st->options["netns"] = netns;
+  st->secret = secret;
+  if (!secret && !st->options.value("insecure", false)) {
+    return input_error("a control server needs a shared secret, or the option 'insecure'");
+  }
   if (::pipe2(st->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return runtime_error("cannot create a pipe: {}", std::strerror(errno));
   }
@@ -153,6 +217,16 @@ void accept_loop(const std::shared_ptr<ServerState>& st) {
     pollfd p[2] = {{st->listen_fd, POLLIN, 0}, {st->wake[0], POLLIN, 0}};
     const int n = ::poll(p, 2, 200);
     reap(false);
+    // Sessions past their time cap end: their handler sees the connection closed.
+    if (const double cap = st->options.value("max_session_seconds", 0.0); cap > 0) {
+      std::lock_guard<std::mutex> lock(st->mu);
+      for (auto& c : st->conns) {
+        if (!c.closed && !c.capped && Clock::now() - c.started > std::chrono::duration<double>(cap)) {
+          c.capped = true;
+          ::shutdown(c.fd, SHUT_RDWR);
+        }
+      }
+    }
     if (n <= 0 || st->stop) continue;
     if (!(p[0].revents & POLLIN)) continue;
     const int fd = ::accept4(st->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -162,9 +236,11 @@ void accept_loop(const std::shared_ptr<ServerState>& st) {
     std::lock_guard<std::mutex> lock(st->mu);
     Conn& c = st->conns.emplace_back();
     c.fd = fd;
+    c.host = remote_address(fd);
+    c.started = Clock::now();
     // The connection's thread inherits this thread's network namespace.
     c.thread = std::thread([st, &c] {
-      serve_connection(c.fd, st->options);
+      serve_connection(*st, c);
       {
         std::lock_guard<std::mutex> l(st->mu);
         ::close(c.fd);
@@ -190,25 +266,69 @@ void on_serve_signal(int sig) { g_serve_signal = sig; }
 
 }  // namespace
 
+Expected<int> connect_peer(const std::string& host, int port, const std::optional<std::string>& secret,
+                           const Json& hello, double timeout_seconds) {
+  ACCELTUNE_TRY_ASSIGN(int fd, connect_tcp(host, port, timeout_seconds));
+  if (Status st = answer_challenge(fd, secret, "serve", hello, timeout_seconds); !st) {
+    ::close(fd);
+    return Error{st.error().kind, fmt::format("{}: {}", host_port_text(host, port), st.error().message)};
+  }
+  return fd;
+}
+
 int serve_peers(const Json& options) {
-  const std::string bind = options.value("bind", "0.0.0.0");
+  const std::string bind = options.value("bind", "127.0.0.1");
   const int port = options.value("port", 18515);
   const bool once = options.value("once", false);
+  const bool insecure = options.value("insecure", false);
+  auto secret = configured_secret();
+  if (!secret) {
+    std::fprintf(stderr, "acceltune: %s\n", secret.error().message.c_str());
+    return secret.error().exit_code();
+  }
+  if (!*secret && !insecure) {
+    std::fprintf(stderr,
+                 "acceltune: serve needs a shared secret: write one to a file only you can read (openssl rand -hex 32 "
+                 "> FILE; chmod 600 FILE), give the same to the hosts that run --peer, and pass --secret-file FILE "
+                 "(or set %s); --insecure serves without one, to anyone who reaches the port\n",
+                 kSecretFileVar);
+    return 2;
+  }
   struct sigaction sa {};
   sa.sa_handler = on_serve_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  auto server = PeerServer::start(bind, port, options);
+  Json opts = options;
+  opts["log"] = true;
+  // A link without listed MTUs keeps the one it has.
+  const std::string served_link = options.value("link", "");
+  if (!served_link.empty() && opts.value("mtus", Json::array()).empty()) {
+    auto now = get_link_mtu("", served_link);
+    if (!now) {
+      std::fprintf(stderr, "acceltune: --link %s: %s\n", served_link.c_str(), now.error().message.c_str());
+      return 2;
+    }
+    opts["mtus"] = Json::array({*now});
+  }
+  auto server = PeerServer::start(bind, port, opts, "", *secret);
   if (!server) {
     std::fprintf(stderr, "acceltune: %s\n", server.error().message.c_str());
     return server.error().exit_code();
   }
   const std::string link = options.value("link", "");
-  std::fprintf(stderr, "acceltune serve: listening on %s for %s%s%s\n", host_port_text(bind, (*server)->port()).c_str(),
-               join_names(PeerHandlerRegistry::instance().names()).c_str(),
-               link.empty() ? "" : "; trials may change the MTU of ", link.c_str());
+  std::string mtus;
+  for (const auto& m : opts.value("mtus", Json::array())) mtus += (mtus.empty() ? "" : ", ") + m.dump();
+  std::fprintf(stderr, "acceltune serve: listening on %s for %s%s%s%s; %s\n",
+               host_port_text(bind, (*server)->port()).c_str(), join_names(PeerHandlerRegistry::instance().names()).c_str(),
+               link.empty() ? "" : "; trials may set the MTU of ", link.c_str(),
+               link.empty() ? "" : (" to " + (mtus.empty() ? std::string("its current value only") : mtus)).c_str(),
+               insecure ? "INSECURE: no authentication (--insecure)" : "clients must prove the shared secret");
+  if (bind == "127.0.0.1" || bind == "::1" || bind == "localhost") {
+    std::fprintf(stderr, "acceltune serve: serving this host only; pass --bind ADDRESS (this host's address on the "
+                         "network the peers use) to serve a network\n");
+  }
   std::fflush(stderr);
   while (g_serve_signal == 0) {
     if (once && (*server)->finished_connections() > 0) break;

@@ -1,14 +1,27 @@
 // The far end of transfer kernels (its socket helpers are in kernels/shared/socket_channel.hpp).
 //
 // `acceltune serve` (and, on this host, a kernel's own in-process server) listens on a control
-// port. A client connects and sends one JSON line, the hello: {"kind": "tcp-stream", ...} or
-// {"kind": "ucx", ...}. The handler registered under that kind then owns the connection until it
-// closes; the server keeps accepting other clients meanwhile (a thread per connection).
+// port. A client connects and proves it holds the shared secret (kernels/shared/control_auth.hpp:
+// the server's challenge, then the client's first line, the hello {"kind": "tcp-stream", ...} or
+// {"kind": "ucx", ...}, with the proof). The handler registered under that kind then owns the
+// connection until it closes; the server keeps accepting other clients meanwhile (a thread per
+// connection). A malformed, oversized or slow line ends that connection only.
+//
+// The server's options (a JSON object; handlers see it as serve_options):
+//   "link"                  the interface trials may change the MTU of ("" : none)
+//   "mtus"                  the MTU values a trial may ask for on it (array)
+//   "sessions"              client hosts served at once (0: any number)
+//   "max_session_seconds"   a connection is ended after this long (0: no cap)
+//   "max_session_bytes"     a handler refuses to move more than this per connection (0: no cap)
+//   "insecure"              serve without a secret (every connection says so)
+//   "auth_timeout_seconds"  how long a client has for its first line (default 10)
+//   "log"                   print refusals and session ends to stderr (acceltune serve)
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -31,8 +44,10 @@ using PeerHandlerRegistry = Registry<PeerHandler>;
 // namespace name, the server's threads (and so every socket they open) live in that namespace.
 class PeerServer {
  public:
+  // `secret`: what clients must prove they hold; none only with options["insecure"].
   static Expected<std::unique_ptr<PeerServer>> start(const std::string& bind_addr, int port, const Json& options,
-                                                     const std::string& netns = "");
+                                                     const std::string& netns = "",
+                                                     const std::optional<std::string>& secret = std::nullopt);
   ~PeerServer();  // stops accepting, shuts client connections down, joins the threads
   int port() const { return port_; }
   // Control connections whose handler has returned so far.
@@ -45,6 +60,11 @@ class PeerServer {
   std::thread thread_;
   int port_ = 0;
 };
+
+// A client's control connection to a server: connects, answers the challenge with `secret` and
+// sends `hello`; the caller reads the handler's reply.
+Expected<int> connect_peer(const std::string& host, int port, const std::optional<std::string>& secret,
+                           const Json& hello, double timeout_seconds);
 
 // The loop of `acceltune serve`: registered as the "peer" service. Returns the exit code.
 int serve_peers(const Json& options);

@@ -111,6 +111,7 @@ class TcpStream final : public Kernel {
   std::string server_host_;
   int ctrl_ = -1;
   Json hello_ = Json::object();
+  std::string local_secret_;  // what this host's own server (loopback, netns) asks clients to prove
   int applied_mtu_ = 0;
   std::optional<decltype(Settings{}.connection_key())> connected_;
   Settings settings_;

@@ -43,6 +43,8 @@ struct ReceiverSession {
   std::condition_variable cv;
   int validated = 0;
   std::string error;  // the first receiver failure
+  uint64_t max_bytes = 0;           // serve's --max-session-bytes (0: no cap)
+  std::atomic<uint64_t> total{0};   // bytes received in this session
 
   ~ReceiverSession() { close(); }
 
@@ -116,6 +118,11 @@ struct ReceiverSession {
         if (got >= share) break;
       }
       s.received += got;
+      if (max_bytes > 0 && (total += got) > max_bytes) {
+        fail(fmt::format("this session moved more than the server's --max-session-bytes {}", max_bytes));
+        ::shutdown(s.fd, SHUT_RDWR);  // the sender's wait for the acknowledgement ends now
+        return;
+      }
       const char ack = 'A';
       if (!send_all(s.fd, &ack, 1, "acknowledgement")) {
         if (!stop) fail("cannot send the acknowledgement");
@@ -157,6 +164,19 @@ bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSes
       if (link.empty()) {
         (void)send_json_line(ctrl, not_ok(fmt::format("the server was started without --link, so it cannot set MTU {}",
                                                       mtu)));
+        return true;
+      }
+      // Only the values serve was started with.
+      const Json allowed = serve_options.value("mtus", Json::array());
+      bool listed = false;
+      std::string names;
+      for (const auto& a : allowed) {
+        listed = listed || a == Json(mtu);
+        names += (names.empty() ? "" : ", ") + a.dump();
+      }
+      if (!listed) {
+        (void)send_json_line(ctrl, not_ok(fmt::format("refusing MTU {} on {}: this serve allows {} (its --mtu)", mtu, link,
+                                                      names.empty() ? "no change" : names)));
         return true;
       }
       Status st = set_link_mtu("", link, mtu);
@@ -276,7 +296,8 @@ void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
   (void)hello;
   const std::string link = serve_options.value("link", "");
   Json info = ok(Json{{"version", 1}, {"congestion", available_congestion()}, {"link", link},
-                      {"may_set_mtu", !link.empty() && may_manage_netns()}});
+                      {"may_set_mtu", !link.empty() && may_manage_netns()},
+                      {"mtus", serve_options.value("mtus", Json::array())}});
   // The MTU of the link served on: the one named with --link, else the interface that holds this
   // connection's address (the client weighs its own MTU against it).
   const std::string served = link.empty() ? local_interface(ctrl) : link;
@@ -286,6 +307,7 @@ void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
   }
   if (!send_json_line(ctrl, info)) return;
   ReceiverSession rs;
+  rs.max_bytes = serve_options.value("max_session_bytes", uint64_t{0});
   while (true) {
     // Idle between measurements for as long as the client likes; a closed connection ends it.
     pollfd p{ctrl, POLLIN, 0};

@@ -15,30 +15,44 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/shared/control_auth.hpp"
 #include "kernels/tcp/tcp_stream.hpp"
 
 namespace acceltune::tcp_stream {
 
 Status TcpStream::open_session() {
   if (ctrl_ >= 0) return {};
+  // This host's own server proves a secret of this kernel's; a peer's, the configured one.
+  std::optional<std::string> secret;
+  if (placement_ == "peer") {
+    ACCELTUNE_TRY_ASSIGN(secret, configured_secret());
+  } else {
+    if (local_secret_.empty()) local_secret_ = random_hex();
+    secret = local_secret_;
+  }
   if (placement_ == "loopback" && !server_) {
-    ACCELTUNE_TRY_ASSIGN(server_, PeerServer::start("127.0.0.1", 0, Json::object()));
+    ACCELTUNE_TRY_ASSIGN(server_, PeerServer::start("127.0.0.1", 0, Json::object(), "", secret));
     server_host_ = "127.0.0.1";
   } else if (placement_ == "netns" && !server_) {
-    ACCELTUNE_TRY_ASSIGN(server_, PeerServer::start(ns_.server_addr, 0, Json::object(), ns_.server));
+    ACCELTUNE_TRY_ASSIGN(server_, PeerServer::start(ns_.server_addr, 0, Json::object(), ns_.server, secret));
     server_host_ = ns_.server_addr;
   } else if (placement_ == "peer") {
     server_host_ = peer_host_;
   }
   const int port = server_ ? server_->port() : peer_port_;
   Expected<int> fd = runtime_error("not connected");
-  ACCELTUNE_TRY(run_in_netns(client_netns(), [&] { fd = connect_tcp(server_host_, port, kControlTimeout); }));
+  ACCELTUNE_TRY(run_in_netns(client_netns(), [&] {
+    fd = connect_peer(server_host_, port, secret, Json{{"kind", "tcp-stream"}, {"version", 1}}, kControlTimeout);
+  }));
   if (!fd) return fd.error();
   ctrl_ = *fd;
   const int one = 1;
   ::setsockopt(ctrl_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   set_timeouts(ctrl_, kControlTimeout, kControlTimeout);
-  auto hello = request(Json{{"kind", "tcp-stream"}, {"version", 1}});
+  auto hello = recv_json_line(ctrl_, kControlTimeout);
+  if (hello && !hello->value("ok", false)) {
+    hello = runtime_error("{}", hello->value("error", std::string("the far end refused the hello")));
+  }
   if (!hello) {
     close_session();
     return hello.error();

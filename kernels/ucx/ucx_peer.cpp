@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/shared/control_auth.hpp"
 #include "kernels/tcp/peer.hpp"
 #include "kernels/ucx/ucx.hpp"
 
@@ -26,20 +27,46 @@ bool is_ucx_variable(const std::string& name) {
 
 Expected<int> connect_to_peer(const std::string& host_port, const Json& env, double timeout_seconds) {
   ACCELTUNE_TRY_ASSIGN(auto hp, parse_host_port(host_port));
-  ACCELTUNE_TRY_ASSIGN(int fd, connect_tcp(hp.first, hp.second, timeout_seconds));
-  if (Status st = send_json_line(fd, Json{{"kind", "ucx"}, {"env", env}}); !st) {
-    ::close(fd);
-    return st.error();
-  }
-  return fd;
+  ACCELTUNE_TRY_ASSIGN(const auto secret, configured_secret());
+  return connect_peer(hp.first, hp.second, secret, Json{{"kind", "ucx"}, {"env", env}}, timeout_seconds);
 }
 
-void serve_ucx(int fd, const Json& hello, const Json&) {
+// The interfaces a client's UCX_NET_DEVICES may name: only serve's --link ("" when none may).
+std::string devices_refused(const std::string& devices, const std::string& link) {
+  size_t at = 0;
+  while (at <= devices.size()) {
+    size_t end = devices.find(',', at);
+    if (end == std::string::npos) end = devices.size();
+    const std::string dev = devices.substr(at, end - at);
+    const std::string name = dev.substr(0, dev.find(':'));
+    if (dev != "all" && name != link) return dev;
+    if (dev == "all" && !link.empty()) return dev;
+    at = end + 1;
+  }
+  return "";
+}
+
+void serve_ucx(int fd, const Json& hello, const Json& serve_options) {
   Json env = hello.contains("env") && hello["env"].is_object() ? hello["env"] : Json::object();
   for (const auto& [k, v] : env.items()) {
     if (!is_ucx_variable(k) || !v.is_string()) {
       (void)send_json_line(fd, Json{{"error", fmt::format("peer: refusing variable '{}': only UCX_* names with string "
                                                           "values are accepted", k)}});
+      return;
+    }
+  }
+  // This side uses only the interface serve was started with.
+  if (env.contains("UCX_NET_DEVICES")) {
+    const std::string link = serve_options.value("link", "");
+    const std::string bad = devices_refused(env["UCX_NET_DEVICES"].get<std::string>(), link);
+    if (!bad.empty()) {
+      (void)send_json_line(fd, Json{{"error", link.empty() ? fmt::format("peer: refusing UCX_NET_DEVICES={}: this serve "
+                                                                         "was started without --link, so it names no "
+                                                                         "interface a client may choose",
+                                                                         env["UCX_NET_DEVICES"].get<std::string>())
+                                                           : fmt::format("peer: refusing device '{}': this serve allows "
+                                                                         "only its --link {}",
+                                                                         bad, link)}});
       return;
     }
   }
