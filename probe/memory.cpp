@@ -205,6 +205,8 @@ void probe_memory_reference(Json& probe) {
     return;
   }
   ref.update(figure_json(*best_figure));
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  ref["llc_bytes"] = llc > 0 ? Json(static_cast<int64_t>(llc)) : Json(nullptr);
   if (!per_node.empty()) ref["per_numa"] = per_node;
   probe["memory_reference"] = ref;
 }

@@ -123,7 +123,7 @@ TEST(Links, ADowntrainedLinkIsAFinding) {
   const LinkCeiling* pcie = find(cs, "gpu0.pcie");
   ASSERT_TRUE(pcie && pcie->gbps);
   EXPECT_NEAR(*pcie->gbps, 63.0, 0.02) << "the ceiling is the link's maximum";
-  EXPECT_NE(pcie->state.find("gen 4 x8 now (15.8 GB/s)"), std::string::npos) << pcie->state;
+  EXPECT_NE(pcie->state.find("gen 4 x8 (15.8 GB/s) of maximum gen 5 x16"), std::string::npos) << pcie->state;
   EXPECT_NE(pcie->finding.find("width x8 of x16"), std::string::npos) << pcie->finding;
   EXPECT_NE(pcie->finding.find("gen 4 of gen 5"), std::string::npos) << pcie->finding;
   const LinkCeiling* mem = find(cs, "gpu0.memory");
@@ -216,6 +216,16 @@ TEST(Links, HostMemorySkipsSizesServedFromCaches) {
   EXPECT_EQ(e.bytes, 64u << 20);
   EXPECT_DOUBLE_EQ(*e.efficiency, 0.5);
   EXPECT_EQ(e.verdict, "check");
+  EXPECT_TRUE(e.note.empty()) << e.note;
+  // Where the probe knows the last-level cache and both buffers fit it, the figure is flagged.
+  Json cached = probe;
+  cached["memory_reference"]["llc_bytes"] = int64_t{512} << 20;
+  const Efficiency c =
+      efficiency_of(cached, Json{{"kind", "host-memory"}}, certified_table({{64 << 20, 150.0}}));
+  ASSERT_TRUE(c.efficiency);
+  EXPECT_NE(c.note.find("at 64M the two buffers (128M) fit this machine's 512M last-level cache"), std::string::npos)
+      << c.note;
+  EXPECT_NE(c.note.find("above the reference"), std::string::npos) << c.note;
 }
 
 TEST(Links, GpuMemoryTable) {
@@ -242,6 +252,12 @@ TEST(LinksHere, ProbeListsLinksAndTheMemoryReference) {
   EXPECT_NE(h.out.find("Links and their ceilings"), std::string::npos) << h.out;
   EXPECT_TRUE(std::regex_search(h.out, std::regex(R"(host-memory +host memory: [0-9.]+ GB/s)"))) << h.out;
   EXPECT_TRUE(std::regex_search(h.out, std::regex(R"(lo +loopback \(lo\): no ceiling: loopback has no line rate)"))) << h.out;
+  // Another machine's stored probe: its links, its findings.
+  auto l = run_cli({"probe", "--links", std::string(ACCELTUNE_TEST_FIXTURES) + "/probes/downtrained-cross-numa.json"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("GPU 0 (NVIDIA H100 80GB HBM3) PCIe: 63.0 GB/s"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("FINDING: trained below its maximum: width x8 of x16"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("FINDING: the CPU frequency governor is 'powersave'"), std::string::npos) << l.out;
 }
 
 TEST(LinksHere, HostCopyReportsItsEfficiency) {

@@ -27,6 +27,24 @@ void row(const std::string& label, const std::string& value) {
   std::printf("  %-14s %s\n", label.c_str(), value.c_str());
 }
 
+void print_links(const Json& f) {
+  section("Links and their ceilings (per direction; what a study measures is judged against these)");
+  for (const auto& c : link_ceilings(f)) {
+    if (c.gbps) {
+      row(c.id, fmt::format("{}: {:.1f} GB/s", c.label, *c.gbps));
+      std::printf("  %-14s   %s\n", "", c.basis.c_str());
+    } else {
+      row(c.id, c.label + ": " + (c.basis.rfind("no ceiling", 0) == 0 ? c.basis : "no ceiling: " + c.basis));
+    }
+    if (!c.state.empty()) std::printf("  %-14s   now: %s\n", "", c.state.c_str());
+    if (!c.finding.empty()) std::printf("  %-14s   FINDING: %s\n", "", c.finding.c_str());
+  }
+  const std::string governor = text_of(get(get(f, "cpu"), "governor"), "");
+  if (!governor.empty() && governor != "performance") {
+    std::printf("  %-14s FINDING: the CPU frequency governor is '%s', not 'performance'\n", "cpu", governor.c_str());
+  }
+}
+
 void print_human(const Json& f) {
   row("host", text_of(get(f, "host")));
   row("fingerprint", text_of(get(f, "id")));
@@ -135,21 +153,7 @@ void print_human(const Json& f) {
     for (const auto& [k, x] : v.items()) row(k, text_of(x));
   }
 
-  section("Links and their ceilings (per direction; what a study measures is judged against these)");
-  for (const auto& c : link_ceilings(f)) {
-    if (c.gbps) {
-      row(c.id, fmt::format("{}: {:.1f} GB/s", c.label, *c.gbps));
-      std::printf("  %-14s   %s\n", "", c.basis.c_str());
-    } else {
-      row(c.id, c.label + ": " + (c.basis.rfind("no ceiling", 0) == 0 ? c.basis : "no ceiling: " + c.basis));
-    }
-    if (!c.state.empty()) std::printf("  %-14s   now: %s\n", "", c.state.c_str());
-    if (!c.finding.empty()) std::printf("  %-14s   FINDING: %s\n", "", c.finding.c_str());
-  }
-  const std::string governor = text_of(get(get(f, "cpu"), "governor"), "");
-  if (!governor.empty() && governor != "performance") {
-    std::printf("  %-14s FINDING: the CPU frequency governor is '%s', not 'performance'\n", "cpu", governor.c_str());
-  }
+  print_links(f);
 
   const Json notes = get(f, "notes");
   if (notes.is_array() && !notes.empty()) {
@@ -158,22 +162,21 @@ void print_human(const Json& f) {
   }
 }
 
-// The id of a stored probe: a study directory, its study.json, or a probe's JSON.
-int print_stored_id(const std::string& path) {
+// A stored probe: a study directory, its study.json, or a probe's JSON.
+Expected<Json> stored_probe(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path p = path;
   std::error_code ec;
   if (fs::is_directory(p, ec)) p /= "study.json";
   std::ifstream in(p);
-  if (!in) return fail(input_error("{}: cannot read it; pass a study directory, its study.json or a probe's JSON", p.string()));
+  if (!in) return input_error("{}: cannot read it; pass a study directory, its study.json or a probe's JSON", p.string());
   const Json j = Json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return fail(input_error("{}: not a JSON object", p.string()));
+  if (j.is_discarded() || !j.is_object()) return input_error("{}: not a JSON object", p.string());
   const Json probe = j.contains("fingerprint") && j["fingerprint"].is_object() ? j["fingerprint"] : j;
   if (!probe.contains("cpu")) {
-    return fail(input_error("{}: holds no probe (no 'cpu', nor a 'fingerprint' object with one)", p.string()));
+    return input_error("{}: holds no probe (no 'cpu', nor a 'fingerprint' object with one)", p.string());
   }
-  std::printf("%s\n", fingerprint_id(probe).c_str());
-  return 0;
+  return probe;
 }
 
 }  // namespace
@@ -181,17 +184,27 @@ int print_stored_id(const std::string& path) {
 void add_probe_command(CLI::App& app, CommandList& list) {
   auto as_json = std::make_shared<bool>(false);
   auto stored = std::make_shared<std::string>();
+  auto links_of = std::make_shared<std::string>();
   auto* probe = app.add_subcommand("probe", "print the hardware assessment and the fingerprint stored with studies");
   probe->add_flag("--json", *as_json, "print JSON (as stored in every study)");
   probe->add_option("--fingerprint", *stored,
                     "print the fingerprint id of a stored probe instead: a study directory, its study.json, or the "
                     "output of probe --json");
+  probe->add_option("--links", *links_of,
+                    "print the links and their ceilings of a stored probe instead: a study directory, its study.json, "
+                    "or the output of probe --json (another machine's, say)");
   probe->footer("Links: each with its ceiling per direction from this machine's own data (PCIe generation and width, "
                 "NVLink links, NIC and RDMA rates, GPU memory by model, host memory by a short measured copy) and "
                 "what the probe finds wrong with it. The fingerprint hashes the fields that decide performance (\"fingerprint_fields\" in --json), not "
                 "clocks, temperatures, power, load or host names.");
-  list.add(probe, [as_json, stored] {
-    if (!stored->empty()) return print_stored_id(*stored);
+  list.add(probe, [as_json, stored, links_of] {
+    if (!stored->empty() || !links_of->empty()) {
+      auto p = stored_probe(stored->empty() ? *links_of : *stored);
+      if (!p) return fail(p.error());
+      if (!stored->empty()) std::printf("%s\n", fingerprint_id(*p).c_str());
+      else print_links(*p);
+      return 0;
+    }
     const Json f = probe_fingerprint();
     if (*as_json) std::printf("%s\n", f.dump(2).c_str());
     else print_human(f);

@@ -37,7 +37,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   serve->add_option("--mtu", a->mtus, "MTU values a trial may set on --link, e.g. --mtu 1500,9000 (default: its "
                                        "current MTU only)")
       ->delimiter(',')
-      ->check(CLI::Range(576, 65535));
+      ->check(CLI::Range(576, 65536));
   serve->add_option("--sessions", a->sessions, "client hosts served at once (default 1; 0: any number)")
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-session-seconds", a->max_session_seconds,

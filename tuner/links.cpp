@@ -48,7 +48,7 @@ void pcie_ceiling(LinkCeiling& c, const Json& pcie, bool idle_lowers_gen) {
                         "of it (packet headers)",
                         max_gen, max_w, source.empty() ? "" : ", from " + source);
   if (cur_gen <= 0 || cur_w <= 0) return;
-  c.state = fmt::format("gen {} x{} now ({}), maximum gen {} x{}", cur_gen, cur_w,
+  c.state = fmt::format("gen {} x{} ({}) of maximum gen {} x{}", cur_gen, cur_w,
                         gbps_text(pcie_gbps(static_cast<int>(cur_gen), static_cast<int>(cur_w))), max_gen, max_w);
   std::vector<std::string> low;
   if (cur_w < max_w) low.push_back(fmt::format("width x{} of x{}", cur_w, max_w));
@@ -425,12 +425,20 @@ Efficiency efficiency_of(const Json& probe, const Json& link, const BestTable& b
   }
   e.efficiency = *e.measured_gbps / *e.ceiling_gbps;
   e.verdict = verdict_of(*e.efficiency);
+  // A copy whose two buffers fit the last-level cache may be served from it.
+  const int64_t llc = int_of(field(field(probe, "memory_reference"), "llc_bytes"), 0);
+  if (kind == "host-memory" && llc > 0 && 2 * e.bytes <= static_cast<uint64_t>(llc)) {
+    e.note = fmt::format("at {} the two buffers ({}) fit this machine's {} last-level cache: the figure may come "
+                         "from the cache rather than memory; ",
+                         format_bytes(e.bytes), format_bytes(2 * e.bytes), format_bytes(static_cast<uint64_t>(llc)));
+  }
   if (*e.efficiency > 1.0) {
-    e.note = kind == "host-memory"
+    e.note += kind == "host-memory"
                  ? "above the reference: the probe's copy is itself a measurement (noisy on a shared machine), and a "
-                   "tuned method (streaming stores, huge pages) can beat its plain memcpy"
+                   "copy tuned for this size can beat it"
                  : "above the ceiling: check the figure's convention (a collective's busbw, a copy counting bytes once)";
   }
+  if (e.note.size() >= 2 && e.note.compare(e.note.size() - 2, 2, "; ") == 0) e.note.resize(e.note.size() - 2);
   if (e.verdict != "good") e.suggestions = link_suggestions(probe, link);
   return e;
 }

@@ -96,6 +96,11 @@ Status TcpStream::apply_mtu(const Settings& s) {
     ACCELTUNE_TRY(set_link_mtu(ns_.server, ns_.server_link, s.mtu));
     ACCELTUNE_TRY(set_link_mtu(ns_.client, ns_.client_link, s.mtu));
   } else if (placement_ == "peer" && peer_sets_mtu_) {
+    // Only an MTU the far end allows (serve --mtu): this side's link is not touched otherwise.
+    const Json allowed = hello_.value("mtus", Json::array());
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), Json(s.mtu)) == allowed.end()) {
+      return runtime_error("the far end allows MTU {} on its link (serve --mtu), not {}", allowed.dump(), s.mtu);
+    }
     ACCELTUNE_TRY(set_link_mtu("", local_link_, s.mtu));  // the server sets its side in setup
   }
   applied_mtu_ = s.mtu;
