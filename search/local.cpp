@@ -119,40 +119,13 @@ class Local final : public Strategy {
         visited_combos_.push_back(cmb);
         Config c = *best_;
         for (size_t j = 0; j < categorical_.size(); ++j) c.index[categorical_[j]] = cmb[j];
-        if (auto v = nearest_valid(c)) return v;
+        if (auto v = space_.nearest_valid(c)) return v;
       }
       combos_done_ = true;
     }
     for (int attempt = 0; attempt < 100000; ++attempt) {
       Config c = space_.from_ordinal(rng_.below(space_.cartesian_size()));
       if (space_.is_valid(c) && !values_.count(space_.key(c))) return c;
-    }
-    return std::nullopt;
-  }
-
-  // The config itself if valid, else the closest valid one along ordered axes (breadth first).
-  std::optional<Config> nearest_valid(const Config& c) const {
-    if (space_.is_valid(c)) return c;
-    std::vector<Config> frontier = {c};
-    std::vector<std::string> seen = {space_.key(c)};
-    for (int depth = 0; depth < 6 && !frontier.empty(); ++depth) {
-      std::vector<Config> next;
-      for (const auto& f : frontier) {
-        for (size_t k : ordered_) {
-          for (int dir : {-1, +1}) {
-            const int64_t i = static_cast<int64_t>(f.index[k]) + dir;
-            if (i < 0 || i >= static_cast<int64_t>(space_.params()[k].values.size())) continue;
-            Config n = f;
-            n.index[k] = static_cast<uint32_t>(i);
-            const std::string key = space_.key(n);
-            if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-            seen.push_back(key);
-            if (space_.is_valid(n)) return n;
-            next.push_back(n);
-          }
-        }
-      }
-      frontier = std::move(next);
     }
     return std::nullopt;
   }

@@ -215,7 +215,7 @@ struct Land {
 
 TEST(Strategies, BayesAndLocalNeverRepeatOrProposeInvalidAndAreReproducible) {
   Land l;
-  for (const char* name : {"bayes", "local"}) {
+  for (const char* name : {"bayes", "local", "coordinate"}) {
     auto [a, best_a] = l.run(name, 4, 60);
     auto [b, best_b] = l.run(name, 4, 60);
     EXPECT_EQ(a, b) << name;
@@ -227,17 +227,68 @@ TEST(Strategies, BayesAndLocalNeverRepeatOrProposeInvalidAndAreReproducible) {
 
 TEST(Strategies, BayesAndLocalBeatRandomOnAStructuredLandscape) {
   Land l;
-  double random = 0, bayes = 0, local = 0;
+  double random = 0, bayes = 0, local = 0, coordinate = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     random += l.run("random", seed, 30).second / l.optimum / 4;
     bayes += l.run("bayes", seed, 30).second / l.optimum / 4;
     local += l.run("local", seed, 30).second / l.optimum / 4;
+    coordinate += l.run("coordinate", seed, 30).second / l.optimum / 4;
   }
-  std::printf("fraction of the optimum after 30 evaluations: random %.3f, local %.3f, bayes %.3f\n", random, local,
-              bayes);
+  std::printf("fraction of the optimum after 30 evaluations: random %.3f, local %.3f, coordinate %.3f, bayes %.3f\n",
+              random, local, coordinate, bayes);
   EXPECT_GT(bayes, random + 0.05);
   EXPECT_GT(local, random + 0.05);
+  EXPECT_GT(coordinate, random + 0.05);
   EXPECT_GT(bayes, 0.9);
+}
+
+// coordinate walks the default's categorical sub-space first, one ordered param at a time to its
+// end, and judges a step by the mean of the fastest 75% of its samples, not the median.
+TEST(Strategies, CoordinateWalksOneParamAtATimeByItsTrimmedMean) {
+  test::TempDir dir;
+  std::string csv = "algo,channels,chunk,objective\n";
+  for (const char* a : {"ring", "tree"}) {
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 4; ++k) csv += fmt::format("{},{},{},{}\n", a, 1 << c, 4096 << k, 1 + c + k);
+    }
+  }
+  test::write_file(dir / "c.csv", csv);
+  Space space = std::move(SpaceLoaderRegistry::instance().find(".csv")->load(dir / "c.csv").value());
+  auto st = std::move(make_strategy("coordinate", space, 7).value());
+  const size_t algo = space.param_index("algo").value(), channels = space.param_index("channels").value(),
+               chunk = space.param_index("chunk").value();
+  // One size: a median of `median` seconds, and samples whose fastest three quarters average `trimmed`.
+  auto tell = [&](const Config& c, double value, double median, double trimmed) {
+    Trial t;
+    t.config = c;
+    t.key = space.key(c);
+    t.state = State::ok;
+    t.value = value;
+    Measurement m;
+    m.state = State::ok;
+    m.value = value;
+    m.median_seconds = median;
+    m.samples_seconds = {trimmed, trimmed, trimmed, trimmed, trimmed, trimmed, 50 * median, 50 * median};
+    t.measurements = {m};
+    st->tell(t);
+  };
+  const Config d = space.default_config();
+  tell(d, 10, 1.0, 1.0);
+  auto step = st->ask();
+  ASSERT_TRUE(step.has_value());
+  // The first step: the first ordered param one up, the categorical value kept.
+  EXPECT_EQ(step->index[algo], d.index[algo]);
+  const size_t first = step->index[channels] != d.index[channels] ? channels : chunk;
+  const size_t other = first == channels ? chunk : channels;
+  EXPECT_EQ(step->index[first], d.index[first] + 1) << space.key(*step);
+  EXPECT_EQ(step->index[other], d.index[other]);
+  // Its median is worse (value 9), but its fastest samples are twice as fast: a better step,
+  // so the walk goes on up the same param.
+  tell(*step, 9, 1.0, 0.5);
+  auto next = st->ask();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->index[first], d.index[first] + 2) << space.key(*next);
+  EXPECT_EQ(next->index[other], d.index[other]);
 }
 
 TEST(Strategies, BayesTreatsFailedConfigsAsInfeasible) {

@@ -240,7 +240,7 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "a shipped space's name, or a space file (.json, or .csv as a replay landscape); "
                      "default: host-copy");
   search->add_option("--strategy", sa.strategy,
-                     "grid, random, local, bayes, halving or halving-bayes; default: the space's choice, else grid "
+                     "grid, random, local, coordinate, bayes, halving or halving-bayes; default: the space's choice, else grid "
                      "when the budget covers the space, else bayes");
   search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
       ->check(CLI::PositiveNumber);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <muParser.h>
 
@@ -180,6 +181,31 @@ std::string Space::why_invalid(const Config& c) const {
 }
 
 bool Space::is_valid(const Config& c) const { return why_invalid(c).empty(); }
+
+std::optional<Config> Space::nearest_valid(const Config& c, int max_steps) const {
+  if (is_valid(c)) return c;
+  std::vector<Config> frontier = {c};
+  std::set<std::string> seen = {key(c)};
+  for (int depth = 0; depth < max_steps && !frontier.empty(); ++depth) {
+    std::vector<Config> next;
+    for (const auto& f : frontier) {
+      for (size_t k = 0; k < params_.size(); ++k) {
+        if (!is_ordered(params_[k].kind)) continue;
+        for (int dir : {-1, +1}) {
+          const int64_t i = static_cast<int64_t>(f.index[k]) + dir;
+          if (i < 0 || i >= static_cast<int64_t>(params_[k].values.size())) continue;
+          Config n = f;
+          n.index[k] = static_cast<uint32_t>(i);
+          if (!seen.insert(key(n)).second) continue;
+          if (is_valid(n)) return n;
+          next.push_back(n);
+        }
+      }
+    }
+    frontier = std::move(next);
+  }
+  return std::nullopt;
+}
 
 uint64_t Space::cartesian_size() const {
   uint64_t n = 1;

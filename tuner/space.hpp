@@ -76,6 +76,9 @@ class Space {
   bool is_valid(const Config& c) const;
   // Why a config is invalid, for messages; empty when it is valid.
   std::string why_invalid(const Config& c) const;
+  // The config itself when valid, else the closest valid one reached by one-index steps along
+  // the ordered params (breadth first, at most `max_steps` away); none when there is none.
+  std::optional<Config> nearest_valid(const Config& c, int max_steps = 6) const;
 
   // The product of the domain sizes, saturating at UINT64_MAX.
   uint64_t cartesian_size() const;

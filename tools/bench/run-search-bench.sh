@@ -24,10 +24,10 @@ if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
   (/usr/bin/python3 tools/bench/optuna_bench.py "$out"/family/*.csv --group family --max-evals 300 | tail -n +2
    /usr/bin/python3 tools/bench/optuna_bench.py "$host" --seeds 20 --max-evals 300 | tail -n +2) >"$out/tpe.txt" &
 fi
-"$bench" --family "$family" --max-evals 100 --strategies bayes,halving-bayes,local,halving --json "$out/family.json" 2> >(quiet)
+"$bench" --family "$family" --max-evals 100 --strategies bayes,halving-bayes,local,coordinate,halving --json "$out/family.json" 2> >(quiet)
 # Random needs far more evaluations to reach 98%; it costs nothing to run longer.
 "$bench" --family "$family" --max-evals 3000 --recommend-until 0 --strategies random 2> >(quiet) | tail -n +2
-"$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,halving | tail -n +2
+"$bench" "$host" --seeds 20 --max-evals 200 --strategies bayes,halving-bayes,local,coordinate,halving | tail -n +2
 "$bench" "$host" --seeds 20 --max-evals 1000 --recommend-until 0 --strategies random | tail -n +2
 if ((have_optuna)); then
   wait
