@@ -15,6 +15,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,44 +168,36 @@ void probe_memory_reference(Json& probe) {
       "{} repetitions",
       kRepetitions - 2);
   ref["counts"] = "bytes copied per second (STREAM's Copy counts bytes read and written: twice this)";
+  // One copy per NUMA node where there are several (each node's CPUs on its own memory), else one
+  // for the machine on every usable CPU.
   const Json numa = probe.value("numa", Json::array());
+  const bool per_numa = numa.is_array() && numa.size() > 1;
+  auto bytes_of = [](const Json& j) {
+    return j.contains("memory_bytes") && j["memory_bytes"].is_number() ? j["memory_bytes"].get<int64_t>() : int64_t{0};
+  };
   Json per_node = Json::array();
-  double best = 0;
-  const CopyFigure* best_figure = nullptr;
-  std::vector<CopyFigure> figures;
-  if (numa.is_array() && numa.size() > 1) {
-    figures.reserve(numa.size());
-    for (const auto& node : numa) {
-      const std::vector<int> cpus = usable_cpus(node.value("cpus", std::string()));
-      if (cpus.empty()) continue;  // a memory-only node, or none of its CPUs is ours
-      const int64_t mem = node.contains("memory_bytes") && node["memory_bytes"].is_number()
-                              ? node["memory_bytes"].get<int64_t>() : 0;
-      figures.push_back(measure_copy(cpus, buffer_bytes(mem)));
-      const CopyFigure& f = figures.back();
-      if (!f.error.empty()) {
-        add_probe_note(probe, "memory_reference", fmt::format("node {}: {}", node.value("node", -1), f.error));
-        continue;
-      }
+  std::optional<CopyFigure> best;
+  for (const Json& node : per_numa ? numa : Json::array({Json::object()})) {
+    const std::vector<int> cpus = per_numa ? usable_cpus(node.value("cpus", std::string())) : all_usable_cpus();
+    if (per_numa && cpus.empty()) continue;  // a memory-only node, or none of its CPUs is ours
+    const CopyFigure f = measure_copy(cpus, buffer_bytes(bytes_of(per_numa ? node : probe)));
+    if (!f.error.empty()) {
+      add_probe_note(probe, "memory_reference",
+                     per_numa ? fmt::format("node {}: {}", node.value("node", -1), f.error) : f.error);
+      continue;
+    }
+    if (per_numa) {
       Json j = figure_json(f);
       j["node"] = node.value("node", -1);
       per_node.push_back(j);
-      if (f.best_gbps > best) {
-        best = f.best_gbps;
-        best_figure = &f;
-      }
     }
-  } else {
-    const int64_t mem = probe.contains("memory_bytes") && probe["memory_bytes"].is_number()
-                            ? probe["memory_bytes"].get<int64_t>() : 0;
-    figures.push_back(measure_copy(all_usable_cpus(), buffer_bytes(mem)));
-    if (figures.back().error.empty()) best_figure = &figures.back();
-    else add_probe_note(probe, "memory_reference", figures.back().error);
+    if (!best || f.best_gbps > best->best_gbps) best = f;
   }
-  if (!best_figure) {
+  if (!best) {
     probe["memory_reference"] = nullptr;
     return;
   }
-  ref.update(figure_json(*best_figure));
+  ref.update(figure_json(*best));
   const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   ref["llc_bytes"] = llc > 0 ? Json(static_cast<int64_t>(llc)) : Json(nullptr);
   if (!per_node.empty()) ref["per_numa"] = per_node;
@@ -216,4 +209,4 @@ void probe_memory_reference(Json& probe) {
 
 ACCELTUNE_REGISTER(::acceltune::ProbeSection, "memory_reference",
                    (::acceltune::ProbeSection{"host memory: a short STREAM-style copy as its ceiling", 70,
-                                              ::acceltune::probe_memory_reference}))
+                                              ::acceltune::probe_memory_reference, true}))

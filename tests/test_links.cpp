@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "tests/helpers.hpp"
+#include "tuner/fingerprint.hpp"
 #include "tuner/links.hpp"
 
 namespace acceltune {
@@ -258,6 +259,16 @@ TEST(LinksHere, ProbeListsLinksAndTheMemoryReference) {
   EXPECT_NE(l.out.find("GPU 0 (NVIDIA H100 80GB HBM3) PCIe: 63.0 GB/s"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("FINDING: trained below its maximum: width x8 of x16"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("FINDING: the CPU frequency governor is 'powersave'"), std::string::npos) << l.out;
+}
+
+// A check of the machine's identity (verify) needs no copy measured: same id, no reference.
+TEST(LinksHere, AnIdentityProbeSkipsTheMeasurementAndKeepsTheId) {
+  const Json full = probe_fingerprint();
+  const Json identity = probe_fingerprint(ProbeScope::identity);
+  EXPECT_TRUE(full["memory_reference"].is_object()) << full["notes"].dump();
+  EXPECT_FALSE(identity.contains("memory_reference")) << identity["memory_reference"].dump();
+  EXPECT_EQ(full["id"], identity["id"]);
+  EXPECT_EQ(full["fingerprint_fields"], identity["fingerprint_fields"]);
 }
 
 TEST(LinksHere, HostCopyReportsItsEfficiency) {

@@ -24,7 +24,7 @@ int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
   BestTable& b = s.best;
   if (check_fingerprint) {
     const Json stored = s.study.value("fingerprint", Json::object());
-    const Json now = probe_fingerprint();
+    const Json now = probe_fingerprint(ProbeScope::identity);
     const std::vector<std::string> drift = fingerprint_drift(stored, now);
     if (!drift.empty()) {
       std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),

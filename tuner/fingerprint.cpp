@@ -363,7 +363,7 @@ std::string fingerprint_id(const Json& probe) {
   return fmt::format("{:016x}", h).substr(0, 12);
 }
 
-Json probe_fingerprint() {
+Json probe_fingerprint(ProbeScope scope) {
   Json f = Json::object();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -423,7 +423,9 @@ Json probe_fingerprint() {
     if (!sections.find(name)) add_probe_note(f, name, why);
   }
   std::vector<std::pair<std::string, const ProbeSection*>> ordered;
-  for (const auto& [name, s] : sections.entries()) ordered.emplace_back(name, &s);
+  for (const auto& [name, s] : sections.entries()) {
+    if (scope == ProbeScope::full || !s.measures) ordered.emplace_back(name, &s);
+  }
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto& a, const auto& b) { return a.second->order < b.second->order; });
   for (const auto& [name, s] : ordered) {

@@ -23,6 +23,9 @@ struct ProbeSection {
   // Adds this section's fields to the probe. A problem that is not fatal goes into
   // probe["notes"] (add_probe_note) rather than an exception.
   std::function<void(Json& probe)> fill;
+  // A section that measures (the memory reference) rather than reads: it costs a fraction of a
+  // second and decides no fingerprint field, so an identity-only probe skips it.
+  bool measures = false;
 };
 using ProbeSectionRegistry = Registry<ProbeSection>;
 
@@ -32,7 +35,10 @@ using ProbeSectionRegistry = Registry<ProbeSection>;
 // "memory_reference" (a short measured copy: the host memory's ceiling), "versions",
 // "compiler", "acceltune", "notes"; then "fingerprint_fields" (the subset hashed)
 // and "id" (fingerprint_id of it). Lists a build or machine lacks are empty, with a note.
-Json probe_fingerprint();
+// ProbeScope::identity skips the sections that measure: enough for the id and fingerprint_fields
+// (a check that the machine is still the study's), not for link ceilings.
+enum class ProbeScope { full, identity };
+Json probe_fingerprint(ProbeScope scope = ProbeScope::full);
 
 // The fields that decide performance, in canonical form. Counted:
 //   cpu: model, sockets, cores, logical_cores, machine (architecture);

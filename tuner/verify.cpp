@@ -164,7 +164,7 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   best.delivery.client = client->description;
   best.delivery.rounds = rounds;
   best.delivery.at = utc_now_iso8601();
-  const Json fp = probe_fingerprint();
+  const Json fp = probe_fingerprint(ProbeScope::identity);
   best.delivery.fingerprint = fp.value("id", "");
   return {};
 }
