@@ -2,10 +2,16 @@
 // expected improvement, maximised over every unevaluated valid config (or, in spaces of more
 // than 1e5 configs, a large sample plus the neighbours of the best). When a study covers
 // several message sizes, the size is an input of the model, so what one size teaches is shared
-// with the others, and the acquisition sums the improvement expected at every size.
+// with the others, and the acquisition sums the improvement expected at every size; every third
+// ask is a trust-region step, which with several sizes takes each size in turn.
+// The model's time is the user's: when trials are timed and a model pass costs more than a fifth
+// of a trial, one pass picks up to four configs apart from each other.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -23,6 +29,9 @@ constexpr size_t kFitSample = 300;
 // One model ask in this many is a trust-region step around the incumbent (chosen on the landscape
 // family's training seeds 1-40: every 2nd, 3rd or never; docs/benchmarks.md).
 constexpr int kLocalEvery = 3;
+// The model may take this share of a trial's time; above it, one pass picks several configs.
+constexpr double kModelShare = 0.2;
+constexpr size_t kMaxBatch = 4;
 
 class Bayes final : public Strategy {
  public:
@@ -38,11 +47,21 @@ class Bayes final : public Strategy {
   std::optional<Config> ask() override {
     if (!built_) build();
     if (configs_.empty()) return std::nullopt;
+    // What the last model pass picked beside its best, while still unmeasured.
+    while (!queue_.empty()) {
+      const size_t i = queue_.front();
+      queue_.pop_front();
+      if (!evaluated_[i]) return configs_[i];
+    }
     std::optional<size_t> pick;
     if (static_cast<int>(ok_trials_) < init_points_) {
       pick = space_filling();
     } else {
+      const auto start = std::chrono::steady_clock::now();
+      batch_ = batch_size();
       pick = best_acquisition();
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      pass_seconds_ = pass_seconds_ > 0 ? 0.7 * pass_seconds_ + 0.3 * took : took;
     }
     if (!pick) pick = any_unevaluated();
     if (!pick) return std::nullopt;
@@ -51,6 +70,10 @@ class Bayes final : public Strategy {
 
   void tell(const Trial& t) override {
     told_.insert(t.key);
+    if (t.cost_seconds > 0 && t.effort >= 1.0) {
+      trial_seconds_ += t.cost_seconds;
+      ++timed_trials_;
+    }
     if (auto it = index_.find(t.key); it != index_.end()) evaluated_[it->second] = true;
     if (t.state != State::ok) return;  // infeasible: never proposed again, not a zero
     ++ok_trials_;
@@ -77,6 +100,7 @@ class Bayes final : public Strategy {
   // The candidate configs, the model over configs x sizes, and the observations so far.
   void build() {
     built_ = true;
+    queue_.clear();  // indices into the old candidate list
     configs_.clear();
     index_.clear();
     if (space_.count_is_exact() && space_.count_valid() <= kEnumerateLimit) {
@@ -205,10 +229,24 @@ class Bayes final : public Strategy {
       incumbent[s] = std::max(incumbent[s], mean_obs[static_cast<Eigen::Index>(i)]);
     }
     // Every kLocalEvery-th ask refines locally: the acquisition is maximised only over the trust
-    // region around the incumbent config (the best posterior mean, averaged over sizes).
+    // region around the incumbent config (with one size, the best posterior mean).
     ++model_asks_;
     std::optional<Config> centre;
-    if (model_asks_ % kLocalEvery == 0) {
+    std::optional<size_t> only;  // the size whose EI alone counts in this step
+    if (model_asks_ % kLocalEvery == 0 && S > 1) {
+      // With several sizes they take turns: the region around that size's incumbent (its best
+      // posterior mean), that size's expected improvement alone.
+      const size_t s = static_cast<size_t>(model_asks_ / kLocalEvery) % S;
+      double top = -std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < n; ++i) {
+        if (observed_[i].bytes != sizes_[s]) continue;
+        if (mean_obs[static_cast<Eigen::Index>(i)] > top) {
+          top = mean_obs[static_cast<Eigen::Index>(i)];
+          centre = observed_[i].config;
+        }
+      }
+      only = s;
+    } else if (model_asks_ % kLocalEvery == 0) {
       std::map<std::string, std::pair<double, int>> score;
       std::map<std::string, const Config*> cfg;
       for (size_t i = 0; i < n; ++i) {
@@ -227,7 +265,7 @@ class Bayes final : public Strategy {
       }
     }
     for (int radius = 1; radius <= 3; ++radius) {
-      auto pick = maximise(mean, var, incumbent, centre ? &*centre : nullptr, radius);
+      auto pick = maximise(mean, var, incumbent, centre ? &*centre : nullptr, radius, only);
       if (pick || !centre) return pick;
     }
     return maximise(mean, var, incumbent, nullptr, 0);
@@ -248,15 +286,20 @@ class Bayes final : public Strategy {
   }
 
   std::optional<size_t> maximise(const Eigen::VectorXd& mean, const Eigen::VectorXd& var,
-                                 const std::vector<double>& incumbent, const Config* centre, int radius) const {
+                                 const std::vector<double>& incumbent, const Config* centre, int radius,
+                                 std::optional<size_t> only = std::nullopt) {
     const size_t S = sizes_.size();
     std::optional<size_t> best;
     double best_a = -std::numeric_limits<double>::infinity();
+    // With a batch, the best few dozen, from which the others are drawn.
+    std::vector<std::pair<double, size_t>> top;
+    const size_t keep = batch_ > 1 ? 64 : 0;
     for (size_t c = 0; c < configs_.size(); ++c) {
       if (evaluated_[c]) continue;
       if (centre && !in_region(configs_[c], *centre, radius)) continue;
       double acc = -std::numeric_limits<double>::infinity();
       for (size_t s = 0; s < S; ++s) {
+        if (only && s != *only) continue;
         const Eigen::Index j = static_cast<Eigen::Index>(c * S + s);
         const double sd = std::sqrt(var[j]);
         const double base = std::isfinite(incumbent[s]) ? incumbent[s] : 0.0;
@@ -267,8 +310,46 @@ class Bayes final : public Strategy {
         best_a = acc;
         best = c;
       }
+      if (keep > 0 && (top.size() < keep || acc > top.front().first)) {
+        top.emplace_back(acc, c);
+        std::push_heap(top.begin(), top.end(), std::greater<>());
+        if (top.size() > keep) {
+          std::pop_heap(top.begin(), top.end(), std::greater<>());
+          top.pop_back();
+        }
+      }
+    }
+    if (best && batch_ > 1) {
+      // The rest of the batch: the next best, each at least two steps from every pick before it
+      // (so one pass does not spend its batch on one spot).
+      std::sort(top.begin(), top.end(), std::greater<>());
+      std::vector<size_t> picks = {*best};
+      for (const auto& [a, c] : top) {
+        if (picks.size() >= batch_) break;
+        bool apart = true;
+        for (size_t p : picks) apart = apart && steps(configs_[c], configs_[p]) >= 2;
+        if (apart) picks.push_back(c);
+      }
+      queue_.assign(picks.begin() + 1, picks.end());
     }
     return best;
+  }
+
+  // Index steps between two configs: ordered params by how far, categorical ones by whether.
+  int steps(const Config& a, const Config& b) const {
+    int d = 0;
+    for (size_t k : ordered_) d += std::abs(static_cast<int>(a.index[k]) - static_cast<int>(b.index[k]));
+    for (size_t k : categorical_) d += a.index[k] != b.index[k] ? 1 : 0;
+    return d;
+  }
+
+  // Picks per model pass: one while the model's pass costs at most kModelShare of a trial's time
+  // (or trials are not timed); otherwise as many as bring it to that share, at most kMaxBatch.
+  size_t batch_size() const {
+    if (timed_trials_ == 0 || pass_seconds_ <= 0) return 1;
+    const double trial = trial_seconds_ / static_cast<double>(timed_trials_);
+    const double want = std::ceil(pass_seconds_ / (kModelShare * trial));
+    return static_cast<size_t>(std::clamp(want, 1.0, static_cast<double>(kMaxBatch)));
   }
 
   std::optional<size_t> any_unevaluated() {
@@ -295,6 +376,12 @@ class Bayes final : public Strategy {
   std::unique_ptr<PointEncoder> enc_;
   std::unique_ptr<CandidateGp> gp_;
   int model_asks_ = 0;
+  // Model time against trial time: picks queued from the last pass, its batch size, the recent
+  // cost of a model pass (exponentially weighted), and the trials' measured time.
+  std::deque<size_t> queue_;
+  size_t batch_ = 1;
+  double pass_seconds_ = 0, trial_seconds_ = 0;
+  size_t timed_trials_ = 0;
 };
 
 }  // namespace

@@ -109,6 +109,7 @@ void CandidateGp::rebuild() {
   if (n == 0) {
     L_.resize(0, 0);
     V_.resize(0, m);
+    explained_ = Eigen::VectorXd::Zero(m);
     return;
   }
   Eigen::MatrixXd K(n, n);
@@ -132,6 +133,7 @@ void CandidateGp::rebuild() {
   }
   L_.triangularView<Eigen::Lower>().solveInPlace(KC);
   V_.swap(KC);
+  explained_ = V_.colwise().squaredNorm().transpose();
 }
 
 void CandidateGp::extend(const GpPoint& x) {
@@ -162,6 +164,7 @@ void CandidateGp::extend(const GpPoint& x) {
   row /= pivot;
   V_.conservativeResize(n + 1, m);
   V_.row(n) = row;
+  explained_ += row.transpose().cwiseAbs2();
 }
 
 double CandidateGp::log_marginal_likelihood(const GpHyper& h, const Eigen::VectorXd& y,
@@ -364,12 +367,23 @@ void CandidateGp::posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eig
   }
   const Eigen::VectorXd beta = L_.triangularView<Eigen::Lower>().solve(y);
   mean.noalias() = V_.transpose() * beta;
-  var = (prior_.array() - V_.colwise().squaredNorm().transpose().array()).max(1e-12 * hyper_.signal).matrix();
+  var = (prior_.array() - explained_.array()).max(1e-12 * hyper_.signal).matrix();
   if (mean_at_obs) {
     // K_f alpha = (K - noise I) alpha = y - (noise + jitter) alpha.
     const Eigen::VectorXd alpha = L_.transpose().triangularView<Eigen::Upper>().solve(beta);
     *mean_at_obs = y - (hyper_.noise + jitter_) * alpha;
   }
+}
+
+std::pair<double, double> CandidateGp::predict(const Eigen::VectorXd& y, const GpPoint& x) const {
+  const double prior = kernel(hyper_, x, x);
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  if (n == 0) return {0.0, prior};
+  Eigen::VectorXd k(n);
+  for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel(hyper_, obs_[static_cast<size_t>(i)], x);
+  L_.triangularView<Eigen::Lower>().solveInPlace(k);
+  const Eigen::VectorXd beta = L_.triangularView<Eigen::Lower>().solve(y);
+  return {k.dot(beta), std::max(prior - k.squaredNorm(), 1e-12 * hyper_.signal)};
 }
 
 PointEncoder::PointEncoder(const Space& space, std::vector<uint64_t> sizes) : space_(&space), sizes_(std::move(sizes)) {

@@ -72,6 +72,9 @@ class CandidateGp {
   void posterior(const Eigen::VectorXd& y, Eigen::VectorXd& mean, Eigen::VectorXd& var,
                  Eigen::VectorXd* mean_at_obs = nullptr) const;
 
+  // Posterior mean and variance (latent, without noise) at one point, candidate or not: O(n^2).
+  std::pair<double, double> predict(const Eigen::VectorXd& y, const GpPoint& x) const;
+
   double kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
 
  private:
@@ -90,7 +93,8 @@ class CandidateGp {
   // L^-1 K(X, C), observations x candidates. Row-major, so an observation's new row is appended
   // in place instead of the whole matrix being copied (it is the model's largest object).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_;
-  Eigen::VectorXd prior_;  // k(c, c) per candidate
+  Eigen::VectorXd prior_;      // k(c, c) per candidate
+  Eigen::VectorXd explained_;  // per candidate, the squared norm of its column of V (kept with V)
   double jitter_ = 0;
 };
 

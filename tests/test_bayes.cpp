@@ -190,8 +190,10 @@ struct Land {
     });
   }
 
-  // Runs `n` evaluations; returns the keys proposed and the best value found.
-  std::pair<std::vector<std::string>, double> run(const std::string& strategy, uint64_t seed, int n) {
+  // Runs `n` evaluations; returns the keys proposed and the best value found. Each trial took
+  // `seconds` (0: not timed).
+  std::pair<std::vector<std::string>, double> run(const std::string& strategy, uint64_t seed, int n,
+                                                  double seconds = 0, std::vector<Config>* configs = nullptr) {
     auto st = std::move(make_strategy(strategy, space, seed).value());
     std::vector<std::string> keys;
     double best = 0;
@@ -203,9 +205,11 @@ struct Land {
       t.config = *c;
       t.key = space.key(*c);
       t.measurements = {kernel->measure(space, *c, 0, {}, {seed, i})};
+      t.cost_seconds = seconds;
       summarise(t);
       st->tell(t);
       keys.push_back(t.key);
+      if (configs) configs->push_back(*c);
       best = std::max(best, *t.value);
       c = st->ask();
     }
@@ -240,6 +244,35 @@ TEST(Strategies, BayesAndLocalBeatRandomOnAStructuredLandscape) {
   EXPECT_GT(local, random + 0.05);
   EXPECT_GT(coordinate, random + 0.05);
   EXPECT_GT(bayes, 0.9);
+}
+
+// The model pays for its time: while a model pass costs more than a fifth of a trial, one pass
+// picks several configs apart from each other (up to four); with trials slower than the model it
+// picks one, exactly as when trials are not timed.
+TEST(Strategies, BayesPicksSeveralConfigsPerModelPassWhenTrialsAreQuick) {
+  Land l;
+  const auto untimed = l.run("bayes", 4, 40).first;
+  EXPECT_EQ(l.run("bayes", 4, 40, 1e4).first, untimed);
+  std::vector<Config> configs;
+  const auto [quick, best] = l.run("bayes", 4, 40, 1e-9, &configs);
+  EXPECT_NE(quick, untimed);
+  EXPECT_EQ(std::set<std::string>(quick.begin(), quick.end()).size(), quick.size());
+  EXPECT_GT(best / l.optimum, 0.85);
+  // The default, three space-filling points and the first model pass (one pick: the pass is not
+  // timed yet), then passes of four picks, each at least two index steps from the others.
+  auto steps = [&](const Config& a, const Config& b) {
+    int d = 0;
+    for (size_t k = 0; k < a.index.size(); ++k) {
+      const int x = static_cast<int>(a.index[k]), y = static_cast<int>(b.index[k]);
+      d += is_ordered(l.space.params()[k].kind) ? std::abs(x - y) : (x != y ? 1 : 0);
+    }
+    return d;
+  };
+  for (size_t g = 5; g + 4 <= configs.size(); g += 4) {
+    for (size_t i = g; i < g + 4; ++i) {
+      for (size_t j = g; j < i; ++j) EXPECT_GE(steps(configs[i], configs[j]), 2) << "trials " << j << " and " << i;
+    }
+  }
 }
 
 // coordinate walks the default's categorical sub-space first, one ordered param at a time to its

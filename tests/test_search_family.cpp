@@ -1,6 +1,6 @@
 // The default model-based search on landscapes of the seeded family that no strategy was tuned
-// on (the benchmark tunes on seeds 1-40 and reports on 101-140; these are 9001-9004), and the
-// noise-aware recommendation.
+// on (the benchmark tunes on seeds 1-40 and reports on 101-140; these are 9001-9004, one of each
+// class), the family's classes, and the noise-aware recommendation with its interval.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,6 +119,49 @@ TEST(SearchFamily, InstancesAreReproducibleAndVaried) {
   EXPECT_GE(tops.size(), 6u);     // and so do their optima
 }
 
+// Four classes in turn by seed, each with what makes it that class.
+TEST(SearchFamily, ClassesComeInTurnWithTheirShapes) {
+  for (uint64_t s = 9001; s <= 9012; ++s) {
+    const auto f = bench::make_family_instance(s);
+    EXPECT_EQ(f.cls, bench::family_class(s));
+    EXPECT_EQ(static_cast<uint64_t>(f.cls), s % 4);
+    EXPECT_NE(f.summary().find(bench::class_name(f.cls)), std::string::npos) << f.summary();
+    switch (f.cls) {
+      case bench::FamilyClass::smooth:
+        EXPECT_EQ(f.sizes.size(), 1u);
+        EXPECT_FALSE(f.rugged);
+        EXPECT_LE(f.noise, 0.02);
+        break;
+      case bench::FamilyClass::rugged:
+        EXPECT_EQ(f.sizes.size(), 1u);
+        EXPECT_TRUE(f.rugged);
+        EXPECT_LE(f.noise, 0.02);
+        break;
+      case bench::FamilyClass::multi_size:
+        EXPECT_GE(f.sizes.size(), 2u);
+        EXPECT_LE(f.sizes.size(), 3u);
+        break;
+      case bench::FamilyClass::noisy:
+        EXPECT_EQ(f.sizes.size(), 1u);
+        EXPECT_DOUBLE_EQ(f.noise, 0.05);
+        break;
+    }
+  }
+  // Multi-size: the sizes' best configs differ in at least one instance of three.
+  int moved = 0;
+  for (uint64_t s : {9002, 9006, 9010}) {
+    const auto f = bench::make_family_instance(s);
+    std::map<uint64_t, const bench::FamilyRow*> top;
+    for (const auto& r : f.rows) {
+      if (!top.count(r.bytes) || r.value > top[r.bytes]->value) top[r.bytes] = &r;
+    }
+    std::set<std::vector<std::string>> best;
+    for (const auto& [b, r] : top) best.insert(r->cells);
+    moved += best.size() > 1 ? 1 : 0;
+  }
+  EXPECT_GE(moved, 1);
+}
+
 TEST(SearchFamily, DefaultStrategyReaches95PercentWhereRandomDoesNot) {
   constexpr int kBudget = 60;
   int bayes_reached = 0, random_reached = 0;
@@ -175,6 +218,17 @@ TEST(SearchFamily, RecommendationIsTheBestPosteriorMeanNotTheLuckiestValue) {
   const auto& list = r.at(0);
   EXPECT_EQ(trials[static_cast<size_t>(list.front().trial)].config.index[0], 3u) << "a=4 should be recommended";
   for (size_t i = 1; i < list.size(); ++i) EXPECT_GE(list[i - 1].predicted, list[i].predicted);
+  // The first few carry the model's 95% interval, around the estimate, and wide enough to hold
+  // what the neighbourhood measured; the rest none.
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(list[i].low && list[i].high) << i;
+    EXPECT_LT(*list[i].low, list[i].predicted);
+    EXPECT_GT(*list[i].high, list[i].predicted);
+  }
+  EXPECT_LT(*list.front().low, 99.0);
+  EXPECT_GT(*list.front().high, 101.0);
+  EXPECT_LT(*list.front().high - *list.front().low, 60.0);  // narrower than the landscape (49 to 104)
+  EXPECT_FALSE(list[3].low);
   // The best table follows the recommendation and keeps the best single measurement beside it.
   Workload w;
   w.sizes = {0};
@@ -184,6 +238,8 @@ TEST(SearchFamily, RecommendationIsTheBestPosteriorMeanNotTheLuckiestValue) {
   EXPECT_EQ(b.sizes[0].best_value, 101.0);
   EXPECT_EQ(b.sizes[0].observed_trial, 9);
   EXPECT_EQ(b.sizes[0].observed_value, 104.0);
+  ASSERT_TRUE(b.sizes[0].predicted_low && b.sizes[0].predicted_high);
+  EXPECT_EQ(*b.sizes[0].predicted_low, *list.front().low);
   EXPECT_EQ(b.recommended_by, "posterior-mean");
   // Read back from best.json.
   auto again = BestTable::from_json(b.to_json());

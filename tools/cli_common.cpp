@@ -158,10 +158,13 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
     if (b.recommended_by != "posterior-mean" || !s.best_trial || !s.observed_trial || *s.best_trial == *s.observed_trial) {
       continue;
     }
+    std::string estimate = s.predicted ? format_value(*s.predicted) : "-";
+    if (s.predicted && s.predicted_low && s.predicted_high) {
+      estimate += fmt::format(" [{}, {}]", format_value(*s.predicted_low), format_value(*s.predicted_high));
+    }
     std::fprintf(out, "%-8s recommended #%lld (model estimate %s) over the best single measurement #%lld (%s)\n",
-                 format_bytes(s.bytes).c_str(), static_cast<long long>(*s.best_trial),
-                 s.predicted ? format_value(*s.predicted).c_str() : "-", static_cast<long long>(*s.observed_trial),
-                 format_value(s.observed_value).c_str());
+                 format_bytes(s.bytes).c_str(), static_cast<long long>(*s.best_trial), estimate.c_str(),
+                 static_cast<long long>(*s.observed_trial), format_value(s.observed_value).c_str());
   }
   if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
     std::fprintf(out, "ranges:");

@@ -348,6 +348,8 @@ BestTable compute_best(const Space& space, const Workload& workload, const std::
           best = t->second;
           best_m = m;
           s.predicted = it->second.front().predicted;
+          s.predicted_low = it->second.front().low;
+          s.predicted_high = it->second.front().high;
         }
       }
     }

@@ -12,7 +12,7 @@ Ranking rank_by_observed(const std::vector<Trial>& trials, const std::vector<uin
     for (const auto& t : trials) {
       const Measurement* m = t.at_size(bytes);
       if (!m || m->state != State::ok || t.effort < 1.0 || !std::isfinite(m->value)) continue;
-      list.push_back({t.number, m->value, m->value});
+      list.push_back({t.number, m->value, m->value, std::nullopt, std::nullopt});
     }
     std::stable_sort(list.begin(), list.end(),
                      [](const RankedTrial& a, const RankedTrial& b) { return a.observed > b.observed; });

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct RankedTrial {
   int64_t trial = 0;       // the trial's number
   double predicted = 0;    // the model's estimate of its value at that size, in the kernel's unit
   double observed = 0;     // what was measured
+  // The model's 95% interval for the config's value (of its mean, not of one measurement), for the
+  // first few of each size; absent when ranked by observed value.
+  std::optional<double> low, high;
 };
 // Per size: every full-effort trial measured ok there, the recommended first.
 using Ranking = std::map<uint64_t, std::vector<RankedTrial>>;

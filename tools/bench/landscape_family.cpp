@@ -37,7 +37,8 @@ struct Response {
 struct Bump {
   std::vector<double> centre;
   double radius = 0.1, amplitude = 0;
-  int algo = -1;  // -1: every algorithm
+  int algo = -1;   // -1: every algorithm
+  int proto = -1;  // -1: every protocol
 };
 
 struct Rule {
@@ -49,10 +50,24 @@ struct Rule {
 
 }  // namespace
 
+const char* class_name(FamilyClass c) {
+  switch (c) {
+    case FamilyClass::smooth: return "smooth";
+    case FamilyClass::rugged: return "rugged";
+    case FamilyClass::multi_size: return "multi-size";
+    case FamilyClass::noisy: return "noisy";
+  }
+  return "?";
+}
+
+FamilyClass family_class(uint64_t seed) { return static_cast<FamilyClass>(seed % 4); }
+
 FamilyInstance make_family_instance(uint64_t seed) {
   Rng rng(hash_combine(seed, "landscape-family"));
   FamilyInstance inst;
   inst.seed = seed;
+  inst.cls = family_class(seed);
+  const bool rugged_class = inst.cls == FamilyClass::rugged, multi = inst.cls == FamilyClass::multi_size;
   inst.params = {"algo", "proto", "channels", "threads", "chunk", "buffsize_mib"};
   // Categories: ring always (it is the default), then one to three others.
   std::vector<std::string> algos = {"ring"};
@@ -65,7 +80,7 @@ FamilyInstance make_family_instance(uint64_t seed) {
   const size_t A = algos.size(), P = kProtos.size();
   // Sizes: one to three, with their position on a log axis in [0,1].
   {
-    const uint64_t n = 1 + rng.below(3);
+    const uint64_t n = multi ? 2 + rng.below(2) : 1;
     std::vector<uint64_t> pool = kSizes;
     for (size_t i = 0; i < pool.size(); ++i) std::swap(pool[i], pool[i + rng.below(pool.size() - i)]);
     inst.sizes.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(n));
@@ -74,13 +89,15 @@ FamilyInstance make_family_instance(uint64_t seed) {
   auto size_pos = [&](uint64_t b) {
     return (std::log2(static_cast<double>(b)) - 12.0) / (27.0 - 12.0);  // 4K..128M -> 0..1
   };
-  inst.noise = uniform(rng, 0.01, 0.05);
-  inst.rugged = rng.uniform() < 0.4;
+  inst.noise = inst.cls == FamilyClass::noisy ? 0.05 : uniform(rng, 0.01, 0.02);
+  inst.rugged = inst.cls != FamilyClass::smooth;
+  // How strongly the ordered optima move with the categories and between sizes.
+  const double by_category = rugged_class ? 2.0 : 1.0, by_size = multi ? 0.6 : 0.3;
 
   // Heights per category pair, and how each moves with the size.
   std::vector<double> height(A * P), drift(A * P);
   for (auto& h : height) h = uniform(rng, 0.3, 0.85);
-  for (auto& d : drift) d = 0.6 * rng.normal();
+  for (auto& d : drift) d = (multi ? 1.2 : 0.6) * rng.normal();
   const size_t top = rng.below(A * P);
   height[top] = 1.0;
   if (rng.uniform() < 0.5) {
@@ -95,9 +112,9 @@ FamilyInstance make_family_instance(uint64_t seed) {
     r.base = edge < 0.15 ? 1.1 : edge < 0.25 ? -0.1 : uniform(rng, 0.15, 0.85);
     r.by_algo.resize(A);
     r.by_proto.resize(P);
-    for (auto& x : r.by_algo) x = 0.18 * rng.normal();
-    for (auto& x : r.by_proto) x = 0.12 * rng.normal();
-    r.by_size = 0.3 * rng.normal();
+    for (auto& x : r.by_algo) x = by_category * 0.18 * rng.normal();
+    for (auto& x : r.by_proto) x = by_category * 0.12 * rng.normal();
+    r.by_size = by_size * rng.normal();
     r.left = uniform(rng, 0.2, 0.6);
     r.right = uniform(rng, 0.2, 0.6);
     r.importance = rng.uniform() < 0.2 ? uniform(rng, 0.03, 0.15) : uniform(rng, 0.3, 1.0);
@@ -114,16 +131,20 @@ FamilyInstance make_family_instance(uint64_t seed) {
     if (to == from) to = (to + 1) % kOrdered;
     inter.push_back({from, to, uniform(rng, -0.6, 0.6)});
   }
-  // Rugged bumps.
+  // Rugged bumps: many narrow ones, mostly tied to a category, in the rugged class; a few wide ones
+  // in the multi-size and noisy classes.
   std::vector<Bump> bumps;
   if (inst.rugged) {
-    for (uint64_t k = 0, n = 4 + rng.below(9); k < n; ++k) {
+    const uint64_t n = rugged_class ? 10 + rng.below(11) : 3 + rng.below(4);
+    for (uint64_t k = 0; k < n; ++k) {
       Bump b;
       b.centre.resize(kOrdered);
       for (auto& c : b.centre) c = rng.uniform();
-      b.radius = uniform(rng, 0.06, 0.18);
-      b.amplitude = uniform(rng, -0.3, 0.3);
-      b.algo = rng.uniform() < 0.5 ? static_cast<int>(rng.below(A)) : -1;
+      b.radius = rugged_class ? uniform(rng, 0.05, 0.14) : uniform(rng, 0.1, 0.2);
+      b.amplitude = rugged_class ? uniform(rng, -0.4, 0.4) : uniform(rng, -0.2, 0.2);
+      const double tie = rng.uniform();
+      if (tie < (rugged_class ? 0.45 : 0.3)) b.algo = static_cast<int>(rng.below(A));
+      else if (tie < (rugged_class ? 0.8 : 0.5)) b.proto = static_cast<int>(rng.below(P));
       bumps.push_back(b);
     }
   }
@@ -185,6 +206,7 @@ FamilyInstance make_family_instance(uint64_t seed) {
     double bump = 1.0;
     for (const auto& b : bumps) {
       if (b.algo >= 0 && static_cast<size_t>(b.algo) != a) continue;
+      if (b.proto >= 0 && static_cast<size_t>(b.proto) != p) continue;
       double d2 = 0;
       for (size_t d = 0; d < kOrdered; ++d) d2 += (u[d] - b.centre[d]) * (u[d] - b.centre[d]);
       bump += b.amplitude * std::exp(-d2 / (2 * b.radius * b.radius));
@@ -230,8 +252,8 @@ FamilyInstance make_family_instance(uint64_t seed) {
 std::string FamilyInstance::summary() const {
   std::string sz;
   for (uint64_t b : sizes) sz += (sz.empty() ? "" : ",") + std::to_string(b);
-  return fmt::format("family-{}: {} configs ({} left out as invalid), sizes {}, noise {:.1f}%, {}", seed, configs(),
-                     invalid, sz, 100 * noise, rugged ? "rugged" : "smooth");
+  return fmt::format("family-{} ({}): {} configs ({} left out as invalid), sizes {}, noise {:.1f}%, {}", seed,
+                     class_name(cls), configs(), invalid, sz, 100 * noise, rugged ? "with bumps" : "no bumps");
 }
 
 std::string FamilyInstance::csv() const {

@@ -9,7 +9,13 @@
 // Two incumbents are scored, each by its true value: "observed", per size the config with the
 // best observed noisy value among full measurements; "recommended", per size the study's
 // noise-aware choice (tuner/recommend.hpp: the best posterior mean among the measured configs).
-// With several sizes, the fraction of the optimum is the mean over sizes of each size's fraction.
+// With several sizes, the fraction of the optimum is the least over sizes of each size's fraction:
+// a run is at 98% when every size's incumbent is. Family instances are grouped by their class
+// (smooth, rugged, multi-size, noisy), with a row over all of them.
+//
+// Calibration: at the end of each run, the recommended config's model estimate and its 95%
+// interval per size against the config's true value (what re-measuring it without end would give).
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -105,10 +111,15 @@ Expected<Landscape> load_landscape(const fs::path& path, const std::string& grou
   return l;
 }
 
+struct Estimate {
+  double predicted = 0, low = 0, high = 0, truth = 0;
+};
+
 struct Run {
   // After each trial: cumulative cost and the true fraction of the optimum of the incumbents.
   std::vector<std::pair<double, double>> observed;
   std::vector<std::pair<double, double>> recommended;  // at checkpoints only
+  std::vector<Estimate> estimates;                      // at the end, per size, when the model gave one
   double seconds = 0;
   int invalid_proposals = 0, repeated_proposals = 0;
 };
@@ -126,9 +137,9 @@ Expected<Run> run_once(const Landscape& l, const std::string& strategy, uint64_t
   const size_t S = l.sizes.size();
   std::vector<double> best_seen(S, -INFINITY), best_true(S, 0);
   auto fraction = [&](const std::vector<double>& v) {
-    double f = 0;
-    for (size_t s = 0; s < S; ++s) f += v[s] / l.optimum.at(l.sizes[s]);
-    return f / static_cast<double>(S);
+    double f = INFINITY;
+    for (size_t s = 0; s < S; ++s) f = std::min(f, v[s] / l.optimum.at(l.sizes[s]));
+    return f;
   };
   std::vector<Trial> trials;
   std::unordered_map<std::string, int> seen;
@@ -180,6 +191,17 @@ Expected<Run> run_once(const Landscape& l, const std::string& strategy, uint64_t
     }
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (recommend_until > 0) {
+    std::string method;
+    const Ranking r = rank_measured(space, trials, l.sizes, seed, &method);
+    for (uint64_t b : l.sizes) {
+      const auto it = r.find(b);
+      if (method != "posterior-mean" || it == r.end() || it->second.empty() || !it->second.front().low) continue;
+      const RankedTrial& top = it->second.front();
+      run.estimates.push_back({top.predicted, *top.low, *top.high,
+                               l.truth.at(truth_key(trials[static_cast<size_t>(top.trial)].key, b))});
+    }
+  }
   return run;
 }
 
@@ -244,7 +266,8 @@ int main(int argc, char** argv) {
   std::string strategies = "bayes,local,random", family, write_family, json_out;
   int seeds = 0, max_evals = 100, recommend_until = 100;
   app.add_option("landscapes", files, "landscape CSV files (each its own group)");
-  app.add_option("--family", family, "instances of the landscape family, by seed: 101:140 or 1,2,3 (one group)");
+  app.add_option("--family", family,
+                 "instances of the landscape family, by seed: 101:140 or 1,2,3 (a group per class, and one row over all)");
   app.add_option("--write-family", write_family, "write the --family instances as CSV files into this directory and exit");
   app.add_option("--strategies", strategies, "comma-separated strategies (default bayes,local,random)");
   app.add_option("--seeds", seeds,
@@ -280,12 +303,12 @@ int main(int argc, char** argv) {
     fs::create_directories(dir);
     for (uint64_t s : *list) {
       const bench::FamilyInstance inst = bench::make_family_instance(s);
-      const fs::path p = dir / fmt::format("family-{}.csv", s);
+      const fs::path p = dir / fmt::format("family-{}-{}.csv", s, bench::class_name(inst.cls));
       std::ofstream(p) << inst.csv();
       std::fprintf(stderr, "%s\n", inst.summary().c_str());
       std::vector<uint64_t> rs;
       for (int k = 0; k < std::max(seeds, 1); ++k) rs.push_back(s + 1000003ull * static_cast<uint64_t>(k));
-      sources.push_back({p, "family", rs});
+      sources.push_back({p, bench::class_name(inst.cls), rs});
     }
     if (!write_family.empty()) return 0;
   }
@@ -314,13 +337,54 @@ int main(int argc, char** argv) {
   for (const auto& l : lands) {
     if (std::find(groups.begin(), groups.end(), l.group) == groups.end()) groups.push_back(l.group);
   }
+  if (!family.empty()) {
+    // The family's classes in their order, then any files.
+    auto rank = [](const std::string& g) {
+      for (int c = 0; c < 4; ++c) {
+        if (g == bench::class_name(static_cast<bench::FamilyClass>(c))) return c;
+      }
+      return 4;
+    };
+    std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  }
+  const bool overall = !family.empty() && groups.size() > 1;
+  struct Stats {
+    std::vector<double> o95, o98, r95, r98, a25, a50, a100, secs;
+    std::vector<Estimate> est;
+    int invalid = 0, repeated = 0;
+    void add(const Stats& o) {
+      for (auto [to, from] : {std::pair{&o95, &o.o95}, {&o98, &o.o98}, {&r95, &o.r95}, {&r98, &o.r98}, {&a25, &o.a25},
+                              {&a50, &o.a50}, {&a100, &o.a100}, {&secs, &o.secs}}) {
+        to->insert(to->end(), from->begin(), from->end());
+      }
+      est.insert(est.end(), o.est.begin(), o.est.end());
+      invalid += o.invalid;
+      repeated += o.repeated;
+    }
+  };
+  const int rc = std::min(max_evals, recommend_until);
+  auto evals = [&](const std::vector<double>& xs, int censor) {
+    if (xs.empty()) return std::string("-");
+    auto show = [&](double x) { return x > censor ? fmt::format(">{}", censor) : fmt::format("{:.0f}", x); };
+    return fmt::format("{}/{}/{}", show(pct(xs, 0.5)), show(pct(xs, 0.75)), show(pct(xs, 1.0)));
+  };
+  auto print_row = [&](const std::string& group, const std::string& name, const Stats& st) {
+    std::printf("%-14s %-14s %4zu  %-17s %-17s %-17s %-17s %5.3f %5.3f %5.3f %6.2f\n", group.c_str(), name.c_str(),
+                st.o95.size(), evals(st.o95, max_evals).c_str(), evals(st.o98, max_evals).c_str(), evals(st.r95, rc).c_str(),
+                evals(st.r98, rc).c_str(), pct(st.a25, 0.5), pct(st.a50, 0.5), pct(st.a100, 0.5), pct(st.secs, 0.5));
+    if (st.invalid || st.repeated) {
+      std::printf("  note: %s proposed %d invalid and %d repeated configs\n", name.c_str(), st.invalid, st.repeated);
+    }
+    std::fflush(stdout);
+  };
+  std::map<std::string, std::map<std::string, Stats>> results;  // strategy -> group -> stats
   Json all = Json::object();
   std::printf("%-14s %-14s %4s  %-17s %-17s %-17s %-17s %5s %5s %5s %6s\n", "landscapes", "strategy", "runs",
               "obs to 95% med/p75/max", "obs to 98%", "rec to 95%", "rec to 98%", "@25", "@50", "@100", "s/run");
-  for (const auto& group : groups) {
-    for (const auto& name : split(strategies)) {
-      std::vector<double> o95, o98, r95, r98, a25, a50, a100, secs;
-      int invalid = 0, repeated = 0;
+  for (const auto& name : split(strategies)) {
+    Stats total;
+    for (const auto& group : groups) {
+      Stats& st = results[name][group];
       Json runs = Json::array();
       for (size_t i = 0; i < lands.size(); ++i) {
         if (lands[i].group != group) continue;
@@ -330,43 +394,62 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "acceltune-search-bench: %s\n", run.error().message.c_str());
             return 2;
           }
-          o95.push_back(first_at(run->observed, 0.95, max_evals));
-          o98.push_back(first_at(run->observed, 0.98, max_evals));
-          const int rc = std::min(max_evals, recommend_until);
+          st.o95.push_back(first_at(run->observed, 0.95, max_evals));
+          st.o98.push_back(first_at(run->observed, 0.98, max_evals));
           if (rc > 0) {
-            r95.push_back(first_at(run->recommended, 0.95, rc));
-            r98.push_back(first_at(run->recommended, 0.98, rc));
+            st.r95.push_back(first_at(run->recommended, 0.95, rc));
+            st.r98.push_back(first_at(run->recommended, 0.98, rc));
           }
-          a25.push_back(at(run->observed, 25));
-          a50.push_back(at(run->observed, 50));
-          a100.push_back(at(run->observed, 100));
-          secs.push_back(run->seconds);
-          invalid += run->invalid_proposals;
-          repeated += run->repeated_proposals;
+          st.a25.push_back(at(run->observed, 25));
+          st.a50.push_back(at(run->observed, 50));
+          st.a100.push_back(at(run->observed, 100));
+          st.secs.push_back(run->seconds);
+          st.est.insert(st.est.end(), run->estimates.begin(), run->estimates.end());
+          st.invalid += run->invalid_proposals;
+          st.repeated += run->repeated_proposals;
           auto curve = [](const std::vector<std::pair<double, double>>& c) {
             Json out = Json::array();
             for (const auto& [x, y] : c) out.push_back(Json::array({x, y}));
             return out;
           };
+          Json est = Json::array();
+          for (const auto& e : run->estimates) est.push_back(Json{{"predicted", e.predicted}, {"low", e.low}, {"high", e.high}, {"truth", e.truth}});
           runs.push_back(Json{{"landscape", lands[i].name}, {"seed", seed}, {"observed", curve(run->observed)},
-                              {"recommended", curve(run->recommended)}});
+                              {"recommended", curve(run->recommended)}, {"estimates", est}});
         }
       }
-      auto evals = [&](const std::vector<double>& xs, int censor) {
-        if (xs.empty()) return std::string("-");
-        auto show = [&](double x) { return x > censor ? fmt::format(">{}", censor) : fmt::format("{:.0f}", x); };
-        return fmt::format("{}/{}/{}", show(pct(xs, 0.5)), show(pct(xs, 0.75)), show(pct(xs, 1.0)));
-      };
-      const int rc = std::min(max_evals, recommend_until);
-      std::printf("%-14s %-14s %4zu  %-17s %-17s %-17s %-17s %5.3f %5.3f %5.3f %6.2f\n", group.c_str(), name.c_str(),
-                  o95.size(), evals(o95, max_evals).c_str(), evals(o98, max_evals).c_str(), evals(r95, rc).c_str(),
-                  evals(r98, rc).c_str(), pct(a25, 0.5), pct(a50, 0.5), pct(a100, 0.5), pct(secs, 0.5));
-      if (invalid || repeated) {
-        std::printf("  note: %s proposed %d invalid and %d repeated configs\n", name.c_str(), invalid, repeated);
+      print_row(group, name, st);
+      total.add(st);
+      all[group][name] = Json{{"obs95", st.o95}, {"obs98", st.o98}, {"rec95", st.r95}, {"rec98", st.r98}, {"at25", st.a25},
+                              {"at50", st.a50}, {"at100", st.a100}, {"seconds", st.secs}, {"runs", runs}};
+    }
+    if (overall) print_row("all", name, total);
+    results[name]["all"] = total;
+  }
+  // Calibration of the recommended config's model estimate, against its true value.
+  bool any_estimate = false;
+  for (const auto& [name, by_group] : results) any_estimate = any_estimate || !by_group.at("all").est.empty();
+  if (any_estimate) {
+    std::printf("\nmodel estimate of the recommended config at the end of each run, against its true value\n");
+    std::printf("%-14s %-14s %5s  %-26s %-14s %s\n", "landscapes", "strategy", "sizes", "estimate/true p10/med/p90",
+                "95% covers", "interval width/true (median)");
+    for (const auto& name : split(strategies)) {
+      std::vector<std::string> rows = groups;
+      if (overall) rows.push_back("all");
+      for (const auto& group : rows) {
+        const Stats& st = results[name][group];
+        if (st.est.empty()) continue;
+        std::vector<double> ratio, width;
+        int covered = 0;
+        for (const auto& e : st.est) {
+          ratio.push_back(e.predicted / e.truth);
+          width.push_back((e.high - e.low) / e.truth);
+          covered += e.low <= e.truth && e.truth <= e.high ? 1 : 0;
+        }
+        std::printf("%-14s %-14s %5zu  %-26s %-14s %.3f\n", group.c_str(), name.c_str(), st.est.size(),
+                    fmt::format("{:.3f}/{:.3f}/{:.3f}", pct(ratio, 0.1), pct(ratio, 0.5), pct(ratio, 0.9)).c_str(),
+                    fmt::format("{:.0f}%", 100.0 * covered / static_cast<double>(st.est.size())).c_str(), pct(width, 0.5));
       }
-      std::fflush(stdout);
-      all[group][name] = Json{{"obs95", o95}, {"obs98", o98}, {"rec95", r95}, {"rec98", r98}, {"at25", a25},
-                              {"at50", a50}, {"at100", a100}, {"seconds", secs}, {"runs", runs}};
     }
   }
   if (!json_out.empty()) {
