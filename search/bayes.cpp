@@ -5,7 +5,8 @@
 // with the others, and the acquisition sums the improvement expected at every size; every third
 // ask is a trust-region step, which with several sizes takes each size in turn.
 // The model's time is the user's: when trials are timed and a model pass costs more than a fifth
-// of a trial, one pass picks up to four configs apart from each other.
+// of a trial, one pass picks up to eight configs apart from each other, and the model is refitted
+// less often.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,7 +32,7 @@ constexpr size_t kFitSample = 300;
 constexpr int kLocalEvery = 3;
 // The model may take this share of a trial's time; above it, one pass picks several configs.
 constexpr double kModelShare = 0.2;
-constexpr size_t kMaxBatch = 4;
+constexpr size_t kMaxBatch = 8;
 
 class Bayes final : public Strategy {
  public:
@@ -211,8 +212,10 @@ class Bayes final : public Strategy {
     const size_t n = observed_.size();
     if (n == 0) return std::nullopt;
     Eigen::VectorXd y = targets();
-    // Hyper-parameters are refitted while data is scarce, then as it grows by a fifth.
-    if (fitted_at_ == 0 || n <= 40 || static_cast<double>(n) >= 1.2 * static_cast<double>(fitted_at_)) {
+    // Hyper-parameters are refitted while data is scarce, then as it grows by a fifth; by a half
+    // while the model costs more than the trials (a refit rebuilds the factor of every candidate).
+    const double growth = batch_ >= kMaxBatch / 2 ? 1.5 : 1.2;
+    if (fitted_at_ == 0 || n <= 40 || static_cast<double>(n) >= growth * static_cast<double>(fitted_at_)) {
       // Few starts once the data is plentiful: the warm start from the last fit is then close.
       // Above kFitSample observations the hyper-parameters come from a sample of them, so a
       // refit costs about the same however long the study runs.

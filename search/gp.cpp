@@ -386,6 +386,17 @@ std::pair<double, double> CandidateGp::predict(const Eigen::VectorXd& y, const G
   return {k.dot(beta), std::max(prior - k.squaredNorm(), 1e-12 * hyper_.signal)};
 }
 
+Eigen::VectorXd CandidateGp::loo_residuals(const Eigen::VectorXd& y) const {
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  if (n == 0) return Eigen::VectorXd(0);
+  // With K = L L^T: alpha = K^-1 y, and diag(K^-1) as the column norms of L^-1.
+  Eigen::MatrixXd inv = Eigen::MatrixXd::Identity(n, n);
+  L_.triangularView<Eigen::Lower>().solveInPlace(inv);
+  const Eigen::VectorXd diag = inv.colwise().squaredNorm().transpose();
+  const Eigen::VectorXd alpha = L_.transpose().triangularView<Eigen::Upper>().solve(L_.triangularView<Eigen::Lower>().solve(y));
+  return alpha.array() / diag.array().sqrt();
+}
+
 PointEncoder::PointEncoder(const Space& space, std::vector<uint64_t> sizes) : space_(&space), sizes_(std::move(sizes)) {
   std::sort(sizes_.begin(), sizes_.end());
   sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());

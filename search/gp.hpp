@@ -74,6 +74,10 @@ class CandidateGp {
 
   // Posterior mean and variance (latent, without noise) at one point, candidate or not: O(n^2).
   std::pair<double, double> predict(const Eigen::VectorXd& y, const GpPoint& x) const;
+  // Leave-one-out residuals, standardised: for each observation, how far it lies from what the
+  // others predict of it, in units of that prediction's standard deviation (noise included). A
+  // calibrated model gives about unit variance. O(n^3).
+  Eigen::VectorXd loo_residuals(const Eigen::VectorXd& y) const;
 
   double kernel(const GpHyper& h, const GpPoint& a, const GpPoint& b) const;
 

@@ -62,3 +62,9 @@ for who in default random; do
   [[ $who == random ]] && args+=(--strategy random)
   "$bin" "${args[@]}"
 done
+echo
+echo "## where the time went (inside each study's loop; the rest is the strategy's model and bookkeeping)"
+/usr/bin/python3 tools/bench/study_time.py "$out/default" "$out/random"
+echo
+echo "## the model's estimates against certification's re-measurement of the same configs"
+/usr/bin/python3 tools/bench/estimate_check.py "$out/default" "$out/random"
