@@ -123,7 +123,9 @@ class Bayes final : public Strategy {
       for (uint64_t b : sizes_) cands.push_back(point(c, b));
     }
     gp_->set_candidates(std::move(cands));
-    for (const auto& o : observed_) gp_->add_observation(point(o.config, o.bytes));
+    std::vector<GpPoint> xs;
+    for (const auto& o : observed_) xs.push_back(point(o.config, o.bytes));
+    gp_->set_observations(std::move(xs));
     fitted_at_ = 0;
   }
 
@@ -159,17 +161,20 @@ class Bayes final : public Strategy {
   }
 
   void absorb_pending() {
-    // Many at once (a resumed study): one factorisation instead of one update each.
-    const bool batch = pending_.size() > 16;
+    // Most of the data at once (a resumed study): one factorisation of all; otherwise one block
+    // update (a pass's batch of trials, every size of each).
+    const bool all = pending_.size() > 16 && 2 * pending_.size() > observed_.size();
+    std::vector<GpPoint> xs;
     for (auto& o : pending_) {
       observed_.push_back(o);
-      if (!batch) gp_->add_observation(point(o.config, o.bytes));
+      if (!all) xs.push_back(point(o.config, o.bytes));
     }
     pending_.clear();
-    if (batch) {
-      std::vector<GpPoint> xs;
+    if (all) {
       for (const auto& o : observed_) xs.push_back(point(o.config, o.bytes));
       gp_->set_observations(std::move(xs));
+    } else {
+      gp_->add_observations(xs);
     }
   }
 

@@ -88,6 +88,40 @@ void BM_GpFit300(benchmark::State& state) {
 }
 BENCHMARK(BM_GpFit300)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// A model pass as a quick-trial study on tcp-stream sees it: the shipped space (every valid config a
+// candidate) at three message sizes, 120 trials told, then passes of eight trials each told and
+// one ask: the model's cost per eight trials, the refits of the schedule amortised.
+void BM_BayesTcpStreamPass(benchmark::State& state) {
+  auto loaded = Space::load_file(ACCELTUNE_SOURCE_SPACES_DIR "/tcp-stream.json");
+  Space s = std::move(loaded.value());
+  auto st = std::move(make_strategy("bayes", s, 1).value());
+  Rng rng(7);
+  int64_t n = 0;
+  auto tell = [&] {
+    Trial t;
+    t.number = n++;
+    do t.config = s.from_ordinal(rng.below(s.cartesian_size()));
+    while (!s.is_valid(t.config));
+    t.key = s.key(t.config);
+    for (uint64_t b : {65536ull, 1048576ull, 16777216ull}) {
+      Measurement m;
+      m.bytes = b;
+      m.value = 1 + static_cast<double>(rng.below(1000)) / 100.0 + static_cast<double>(b >> 20);
+      t.measurements.push_back(m);
+    }
+    t.cost_seconds = 0.2;
+    summarise(t);
+    st->tell(t);
+  };
+  for (int i = 0; i < 120; ++i) tell();
+  benchmark::DoNotOptimize(st->ask());
+  for (auto _ : state) {
+    for (int i = 0; i < 8; ++i) tell();
+    benchmark::DoNotOptimize(st->ask());
+  }
+}
+BENCHMARK(BM_BayesTcpStreamPass)->Unit(benchmark::kMillisecond)->Iterations(8);
+
 }  // namespace
 }  // namespace acceltune
 

@@ -91,6 +91,51 @@ void CandidateGp::set_observations(std::vector<GpPoint> xs) {
   rebuild();
 }
 
+void CandidateGp::add_observations(const std::vector<GpPoint>& xs) {
+  const Eigen::Index n = static_cast<Eigen::Index>(obs_.size());
+  const Eigen::Index p = static_cast<Eigen::Index>(xs.size());
+  const Eigen::Index m = static_cast<Eigen::Index>(cands_.size());
+  if (p == 0) return;
+  obs_.insert(obs_.end(), xs.begin(), xs.end());
+  if (n == 0) {
+    rebuild();
+    return;
+  }
+  // With K = [[A, B^T], [B, D]] and A = L L^T: the new rows of the factor are [W, C] with
+  // W = B L^-T and C C^T = D - W W^T; the new rows of V are C^-1 (K(new, cands) - W V).
+  Eigen::MatrixXd B(p, n), D(p, p);
+  for (Eigen::Index i = 0; i < p; ++i) {
+    for (Eigen::Index j = 0; j < n; ++j) B(i, j) = kernel(hyper_, xs[static_cast<size_t>(i)], obs_[static_cast<size_t>(j)]);
+    for (Eigen::Index j = 0; j <= i; ++j) {
+      D(i, j) = D(j, i) = kernel(hyper_, xs[static_cast<size_t>(i)], xs[static_cast<size_t>(j)]);
+    }
+  }
+  D.diagonal().array() += hyper_.noise + jitter_;
+  const Eigen::MatrixXd W = L_.triangularView<Eigen::Lower>().solve(B.transpose()).transpose();
+  D.noalias() -= W * W.transpose();
+  Eigen::LLT<Eigen::MatrixXd> llt(D);
+  // A repeated or nearly repeated point can make a new pivot vanish: refactor with jitter.
+  const Eigen::MatrixXd C = llt.matrixL();
+  if (llt.info() != Eigen::Success || !(C.diagonal().array() > std::sqrt(1e-10 * hyper_.signal)).all()) {
+    rebuild();
+    return;
+  }
+  Eigen::MatrixXd L = Eigen::MatrixXd::Zero(n + p, n + p);
+  L.topLeftCorner(n, n) = L_;
+  L.bottomLeftCorner(p, n) = W;
+  L.bottomRightCorner(p, p) = C;
+  L_.swap(L);
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows(p, m);
+  for (Eigen::Index i = 0; i < p; ++i) {
+    for (Eigen::Index j = 0; j < m; ++j) rows(i, j) = kernel(hyper_, xs[static_cast<size_t>(i)], cands_[static_cast<size_t>(j)]);
+  }
+  rows.noalias() -= W * V_;
+  C.triangularView<Eigen::Lower>().solveInPlace(rows);
+  V_.conservativeResize(n + p, m);
+  V_.bottomRows(p) = rows;
+  explained_ += rows.colwise().squaredNorm().transpose();
+}
+
 void CandidateGp::set_hyper(const GpHyper& h) {
   hyper_ = h;
   rebuild();

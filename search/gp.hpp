@@ -49,6 +49,9 @@ class CandidateGp {
   // Observations, in order; `y` is standardised by the caller.
   void add_observation(const GpPoint& x);
   void set_observations(std::vector<GpPoint> xs);  // all at once (one factorisation)
+  // Several new observations in one block update of the factor and V: one product with V
+  // (O(p n m)) instead of p row updates, each of which copies V.
+  void add_observations(const std::vector<GpPoint>& xs);
   size_t observations() const { return obs_.size(); }
 
   // Fits the hyper-parameters to `y` (one value per observation) and rebuilds the factor and V.

@@ -47,6 +47,46 @@ TEST(Gp, PosteriorMatchesTheTwoPointFormula) {
   }
 }
 
+// Observations added one at a time, in blocks (a model pass's batch) or all at once give the
+// same model: the block update of the factor and of V is exact.
+TEST(Gp, BlockUpdatesMatchOneFactorisation) {
+  Rng rng(9);
+  std::vector<GpPoint> cands, obs;
+  for (int i = 0; i < 40; ++i) cands.push_back(GpPoint{{rng.uniform(), rng.uniform()}, {static_cast<int>(rng.below(3))}});
+  for (int i = 0; i < 23; ++i) obs.push_back(GpPoint{{rng.uniform(), rng.uniform()}, {static_cast<int>(rng.below(3))}});
+  obs.push_back(obs[4]);  // a repeated point: the noise keeps the block's factor positive
+  Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
+  for (Eigen::Index i = 0; i < y.size(); ++i) y[i] = std::sin(5 * obs[static_cast<size_t>(i)].ordered[0]) - obs[static_cast<size_t>(i)].ordered[1];
+  GpHyper h;
+  h.length = {0.3, 0.6};
+  h.lambda = {0.8};
+  h.signal = 1.2;
+  h.noise = 0.02;
+  auto model = [&](CandidateGp& gp) {
+    gp.set_candidates(cands);
+    gp.set_hyper(h);
+  };
+  CandidateGp whole(2, 1, true), single(2, 1, true), blocks(2, 1, true);
+  model(whole);
+  model(single);
+  model(blocks);
+  whole.set_observations(obs);
+  for (const auto& p : obs) single.add_observation(p);
+  blocks.add_observations({obs.begin(), obs.begin() + 5});
+  blocks.add_observations({obs.begin() + 5, obs.begin() + 13});
+  blocks.add_observations({obs.begin() + 13, obs.end()});
+  ASSERT_EQ(blocks.observations(), obs.size());
+  Eigen::VectorXd m0, v0, m1, v1, m2, v2;
+  whole.posterior(y, m0, v0);
+  single.posterior(y, m1, v1);
+  blocks.posterior(y, m2, v2);
+  for (Eigen::Index j = 0; j < m0.size(); ++j) {
+    EXPECT_NEAR(m2[j], m0[j], 1e-8);
+    EXPECT_NEAR(v2[j], v0[j], 1e-8);
+    EXPECT_NEAR(m1[j], m0[j], 1e-8);
+  }
+}
+
 TEST(Gp, CategoricalKernelIsExpOfWeightedMismatches) {
   CandidateGp gp(0, 2);
   GpHyper h;
