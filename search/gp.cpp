@@ -467,15 +467,40 @@ GpPoint PointEncoder::point(const Config& c, uint64_t bytes) const {
   return p;
 }
 
-Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes) {
+Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes, bool clip_low_tail) {
   Targets t;
   t.log_scale = std::all_of(values.begin(), values.end(), [](double v) { return v > 0; });
-  std::map<uint64_t, std::pair<double, int>> per_size;
   std::vector<double> raw;
+  std::map<uint64_t, std::vector<double>> by_size;
   for (size_t i = 0; i < values.size(); ++i) {
     raw.push_back(t.log_scale ? std::log(values[i]) : values[i]);
+    by_size[bytes[i]].push_back(raw.back());
+  }
+  // With clip_low_tail, the low tail is clipped: a config far below the rest of its size (a pathological chunking,
+  // a stalled run) is bad, and how bad does not matter to a maximisation, but its distance
+  // would set the noise and the scale of the whole model, which then smooths over the top
+  // (posterior means far from their own measurements). The floor: four robust standard
+  // deviations (1.4826 times the median absolute deviation from each size's median) below that
+  // size's median.
+  std::map<uint64_t, double> median;
+  std::vector<double> deviations;
+  auto median_of = [](std::vector<double> v) {
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  for (const auto& [b, v] : by_size) {
+    median[b] = median_of(v);
+    for (double x : v) deviations.push_back(std::abs(x - median[b]));
+  }
+  const double robust = deviations.empty() ? 0.0 : 1.4826 * median_of(deviations);
+  if (clip_low_tail && robust > 0) {
+    for (size_t i = 0; i < raw.size(); ++i) raw[i] = std::max(raw[i], median[bytes[i]] - 4 * robust);
+  }
+  std::map<uint64_t, std::pair<double, int>> per_size;
+  for (size_t i = 0; i < raw.size(); ++i) {
     auto& s = per_size[bytes[i]];
-    s.first += raw.back();
+    s.first += raw[i];
     s.second += 1;
   }
   for (const auto& [b, s] : per_size) t.centre[b] = s.first / s.second;

@@ -129,7 +129,11 @@ class PointEncoder {
 };
 
 // Standardised targets: the log of the values when all are positive (bandwidths vary by orders
-// of magnitude), centred per size, scaled by the overall spread.
+// of magnitude), centred per size, scaled by the overall spread. With clip_low_tail, values far
+// below their size's median are raised to a floor first, so that a few pathological
+// measurements do not set the model's noise (the recommendation's estimates; the search itself
+// keeps them: on the family's held-out seeds clipping there helped multi-size landscapes and
+// hurt rugged ones, docs/benchmarks.md).
 struct Targets {
   Eigen::VectorXd y;
   bool log_scale = false;
@@ -138,6 +142,6 @@ struct Targets {
   // A model value (standardised) back in the objective's unit.
   double to_value(double z, uint64_t bytes) const;
 };
-Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes);
+Targets standardise(const std::vector<double>& values, const std::vector<uint64_t>& bytes, bool clip_low_tail = false);
 
 }  // namespace acceltune

@@ -52,7 +52,7 @@ Expected<Ranking> rank_posterior(const Space& space, const std::vector<Trial>& t
     values.push_back(o.value);
     bytes.push_back(o.bytes);
   }
-  const Targets targets = standardise(values, bytes);
+  const Targets targets = standardise(values, bytes, /*clip_low_tail=*/true);
   CandidateGp gp(enc.ordered_dims(), enc.categorical_dims());
   gp.set_observations(points);
   gp.fit_sampled(targets.y, hash_combine(seed, "recommend"), obs.size() <= kFitSample ? 3 : 2, kFitSample);

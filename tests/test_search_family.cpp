@@ -248,5 +248,43 @@ TEST(SearchFamily, RecommendationIsTheBestPosteriorMeanNotTheLuckiestValue) {
   EXPECT_EQ(again->sizes[0].best_trial, list.front().trial);
 }
 
+// A measurement far below the rest (a pathological run: 0.1 against 60-72) must not set the
+// model's noise: the estimate of the recommended config stays near what was measured there, not
+// above everything measured, and its interval holds its own measurement.
+TEST(SearchFamily, APathologicalMeasurementDoesNotPullTheEstimateAwayFromTheMeasurements) {
+  const Space space = test::space_from_text(R"({"name": "r", "kernel": "replay", "landscape": "x.csv",
+    "params": [{"name": "a", "kind": "ordinal", "values": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16], "default": 1},
+               {"name": "m", "kind": "categorical", "values": ["x", "y"], "default": "x"}]})");
+  std::vector<Trial> trials;
+  Rng rng(3);
+  for (uint32_t m = 0; m < 2; ++m) {
+    for (uint32_t a = 0; a < 16; ++a) {
+      Trial t;
+      t.number = static_cast<int64_t>(trials.size());
+      t.config.index = {a, m};
+      t.key = space.key(t.config);
+      Measurement x;
+      x.bytes = 0;
+      const double ridge = 72 - 0.12 * (static_cast<double>(a) - 7) * (static_cast<double>(a) - 7) - 4.0 * m;
+      x.value = (m == 1 && a == 8) ? 0.1 : ridge * (1 + 0.01 * (rng.uniform() - 0.5));
+      x.value_p10 = x.value_p90 = x.value;
+      t.measurements = {x};
+      summarise(t);
+      trials.push_back(t);
+    }
+  }
+  double top = 0;
+  for (const auto& t : trials) top = std::max(top, *t.value);
+  const Ranking r = rank_measured(space, trials, {0}, 1, nullptr);
+  const RankedTrial& first = r.at(0).front();
+  const double own = *trials[static_cast<size_t>(first.trial)].value;
+  EXPECT_LT(first.predicted, 1.02 * top) << "above everything measured";
+  EXPECT_NEAR(first.predicted / own, 1.0, 0.03);
+  ASSERT_TRUE(first.low && first.high);
+  EXPECT_LE(*first.low, own);
+  EXPECT_GE(*first.high, own);
+  EXPECT_LT(*first.high / *first.low, 1.15) << "an interval as wide as the pathological run's pull";
+}
+
 }  // namespace
 }  // namespace acceltune
