@@ -10,7 +10,7 @@ Two certifications run one after the other each measure the default anew; on a d
 the default's value differs between them, so their certified gains are not comparable at the
 second digit. This puts both configs on one set of rounds.
 
-usage: head_to_head.py SPACE STUDY_A STUDY_B [--rounds N] [--max-seconds S] [--bin PATH]
+usage: head_to_head.py SPACE STUDY_A STUDY_B [--rounds N] [--max-seconds S] [--sizes B,B] [--raw] [--bin PATH]
 """
 import argparse
 import json
@@ -33,8 +33,13 @@ def measure(binary, space, config, nbytes, max_seconds):
         if isinstance(v, bool):
             v = "true" if v else "false"
         args += ["--set", f"{k}={v}"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    for m in json.loads(out)["measurements"]:
+    # A failed measurement exits non-zero and still prints its JSON; it counts as missing.
+    out = subprocess.run(args, capture_output=True, text=True).stdout
+    try:
+        measurements = json.loads(out)["measurements"]
+    except (ValueError, KeyError):
+        return math.nan
+    for m in measurements:
         if m.get("bytes") == nbytes and m.get("state") == "ok":
             return float(m["value"])
     return math.nan
@@ -73,6 +78,8 @@ def main():
     p.add_argument("b")
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--max-seconds", type=float, default=0.5)
+    p.add_argument("--sizes", help="comma-separated byte counts (default: the study's sizes)")
+    p.add_argument("--raw", action="store_true", help="print every round's three values")
     p.add_argument("--bin", default="build/tools/acceltune")
     o = p.parse_args()
     with open(f"{o.a}/best.json") as f:
@@ -82,14 +89,18 @@ def main():
     default = best_a["default_config"]
     print(f"{o.rounds} rounds per size, interleaved default, A, B (then reversed); A = {o.a}, B = {o.b}")
     print(f"{'size':>6} {'default':>9} {'A':>9} {'B':>9}  {'A/default [95%]':>22}  {'B/default [95%]':>22}  {'A/B [95%]':>22}")
-    for s in best_a["sizes"]:
-        nbytes = s["bytes"]
+    sizes = [s["bytes"] for s in best_a["sizes"]]
+    if o.sizes:
+        sizes = [int(b) for b in o.sizes.split(",")]
+    for nbytes in sizes:
         configs = [default, config_at(best_a, nbytes), config_at(best_b, nbytes)]
         values = [[], [], []]
         for r in range(o.rounds):
             order = [0, 1, 2] if r % 2 == 0 else [2, 1, 0]
             for i in order:
                 values[i].append(measure(o.bin, o.space, configs[i], nbytes, o.max_seconds))
+            if o.raw:
+                print(f"  {size_name(nbytes)} round {r + 1}: default {values[0][-1]:.4g}  A {values[1][-1]:.4g}  B {values[2][-1]:.4g}")
         ratio = lambda i, j: [x / y for x, y in zip(values[i], values[j]) if y > 0]
         cells = []
         for i, j in ((1, 0), (2, 0), (1, 2)):
