@@ -90,7 +90,6 @@ TEST(HostCopy, RejectsUnknownMethodsAndOutOfRangeValues) {
   EXPECT_NE(kt.error().message.find("threads"), std::string::npos);
 }
 
-
 // The team behind host-copy's and tcp-stream's threads. A member that shares its CPU with the
 // caller turns a parallel copy into one thread taking turns: a new thread starts on its creator's
 // CPU and a woken one beside its waker, and on a 2-CPU machine they stayed together for thousands
