@@ -8,7 +8,7 @@ namespace acceltune {
 namespace {
 
 // NCCL reads NCCL_ALGO=auto as an algorithm name; a value meaning "NCCL decides" is left out.
-bool leaves_choice(const Json& v) {
+bool nccl_decides(const Json& v) {
   if (!v.is_string()) return false;
   std::string s;
   for (char c : v.get<std::string>()) s += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
@@ -35,7 +35,7 @@ Expected<std::string> emit_nccl_conf(const BestTable& best) {
   }
   for (const auto& [var, v] : pe.vars) {
     if (var.rfind("NCCL_", 0) != 0) continue;
-    if (leaves_choice(Json(v))) {
+    if (nccl_decides(Json(v))) {
       out += fmt::format("# {}: NCCL's own choice\n", var);
       continue;
     }

@@ -24,9 +24,8 @@
 namespace acceltune {
 namespace {
 
-constexpr uint64_t kEnumerateLimit = 100'000;
+constexpr uint64_t kCandidateLimit = 100'000;
 constexpr size_t kSampleSize = 20'000;
-constexpr size_t kFitSample = 300;
 // One model ask in this many is a trust-region step around the incumbent (chosen on the landscape
 // family's training seeds 1-40: every 2nd, 3rd or never; docs/benchmarks.md).
 constexpr int kLocalEvery = 3;
@@ -104,7 +103,7 @@ class Bayes final : public Strategy {
     queue_.clear();  // indices into the old candidate list
     configs_.clear();
     index_.clear();
-    if (space_.count_is_exact() && space_.count_valid() <= kEnumerateLimit) {
+    if (space_.count_is_exact() && space_.count_valid() <= kCandidateLimit) {
       space_.for_each_valid([&](const Config& c) {
         add_config(c);
         return true;
@@ -224,7 +223,8 @@ class Bayes final : public Strategy {
       // Few starts once the data is plentiful: the warm start from the last fit is then close.
       // Above kFitSample observations the hyper-parameters come from a sample of them, so a
       // refit costs about the same however long the study runs.
-      gp_->fit_sampled(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : n <= 120 ? 2 : 1, kFitSample);
+      gp_->fit_sampled(y, hash_combine(seed_, std::to_string(n)), n <= 40 ? 3 : n <= 120 ? 2 : 1,
+                       CandidateGp::kFitSample);
       fitted_at_ = n;
     }
     Eigen::VectorXd mean, var, mean_obs;

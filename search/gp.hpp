@@ -60,6 +60,8 @@ class CandidateGp {
   // The same, the hyper-parameters fitted on a random sample of at most `max_points`
   // observations (a fit is cubic in its size), then the model rebuilt on all of them.
   void fit_sampled(const Eigen::VectorXd& y, uint64_t seed, int starts, size_t max_points);
+  // The sample size the strategy and the recommendation both fit on.
+  static constexpr size_t kFitSample = 300;
   void set_hyper(const GpHyper& h);  // and rebuild
   const GpHyper& hyper() const { return hyper_; }
   // How many hyper-parameters a fit moves: length..., lambda..., signal, noise[, quadratic].

@@ -14,10 +14,9 @@
 namespace acceltune {
 namespace {
 
-// Below this many measurements a model knows too little; above kFitSample the hyper-parameters
-// are fitted on a sample (the fit is cubic in its size), the posterior on everything.
+// Below this many measurements a model knows too little; above CandidateGp::kFitSample the
+// hyper-parameters are fitted on a sample (the fit is cubic in its size), the posterior on everything.
 constexpr size_t kMinObservations = 6;
-constexpr size_t kFitSample = 300;
 constexpr size_t kMaxObservations = 3000;
 constexpr size_t kIntervals = 3;  // configs per size given an interval
 // The latent posterior's band leaves out what the fitted hyper-parameters do not know and that the
@@ -55,7 +54,8 @@ Expected<Ranking> rank_posterior(const Space& space, const std::vector<Trial>& t
   const Targets targets = standardise(values, bytes, /*clip_low_tail=*/true);
   CandidateGp gp(enc.ordered_dims(), enc.categorical_dims());
   gp.set_observations(points);
-  gp.fit_sampled(targets.y, hash_combine(seed, "recommend"), obs.size() <= kFitSample ? 3 : 2, kFitSample);
+  gp.fit_sampled(targets.y, hash_combine(seed, "recommend"), obs.size() <= CandidateGp::kFitSample ? 3 : 2,
+                 CandidateGp::kFitSample);
   Eigen::VectorXd mean, var, mean_obs;
   gp.posterior(targets.y, mean, var, &mean_obs);
   // The study's own check of the model where the recommendation comes from: the leave-one-out

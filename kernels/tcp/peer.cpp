@@ -27,10 +27,10 @@ namespace acceltune {
 
 // ---- the server ----
 
-namespace {
-using Clock = std::chrono::steady_clock;
+using PeerClock = std::chrono::steady_clock;
 
-struct ServerState {
+// Named, not in the anonymous namespace: PeerServer::State derives from it.
+struct PeerServerState {
   Json options;
   std::optional<std::string> secret;
   std::string netns;
@@ -43,7 +43,7 @@ struct ServerState {
     int fd = -1;
     bool closed = false;
     std::string host;  // the client's address
-    Clock::time_point started;
+    PeerClock::time_point started;
     std::atomic<bool> admitted{false};  // authenticated and within the session limit
     std::atomic<bool> capped{false};    // ended for running past max_session_seconds
     std::atomic<bool> done{false};
@@ -54,13 +54,17 @@ struct ServerState {
 
   bool logs() const { return options.value("log", false); }
 
-  ~ServerState() {
+  ~PeerServerState() {
     for (int f : wake) {
       if (f >= 0) ::close(f);
     }
     if (listen_fd >= 0) ::close(listen_fd);
   }
 };
+
+namespace {
+using Clock = PeerClock;
+using ServerState = PeerServerState;
 
 void log_line(const ServerState& st, const std::string& text) {
   if (!st.logs()) return;
@@ -136,7 +140,7 @@ void accept_loop(const std::shared_ptr<ServerState>& st);
 
 }  // namespace
 
-struct PeerServer::State : ServerState {};
+struct PeerServer::State : PeerServerState {};
 
 Expected<std::unique_ptr<PeerServer>> PeerServer::start(const std::string& bind_addr, int port, const Json& options,
                                                         const std::string& netns,
