@@ -245,7 +245,9 @@ Config config_with(const Space& s, const std::vector<std::pair<std::string, std:
     Status st = s.set_value(c, k, v);
     EXPECT_TRUE(st.ok()) << k << "=" << v << ": " << (st.ok() ? "" : st.error().message);
   }
-  if (expect_valid) EXPECT_TRUE(s.is_valid(c)) << s.key(c) << ": " << s.why_invalid(c);
+  if (expect_valid) {
+    EXPECT_TRUE(s.is_valid(c)) << s.key(c) << ": " << s.why_invalid(c);
+  }
   return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@
 #include "tuner/space.hpp"
 
 namespace acceltune::test {
+
+// Message sizes the study fixtures use.
+inline constexpr uint64_t k64K = 64 * 1024, k1M = 1024 * 1024, k4M = 4 * 1024 * 1024;
 
 // A fresh folder under the system temp dir, removed when the object goes.
 class TempDir {

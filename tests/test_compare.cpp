@@ -13,7 +13,9 @@ using test::run_cli;
 using test::StudySpec;
 using test::TempDir;
 
-constexpr uint64_t k64K = 64 * 1024, k1M = 1024 * 1024, k4M = 4 * 1024 * 1024;
+using test::k1M;
+using test::k4M;
+using test::k64K;
 
 Json fingerprint(int cores, double temperature) {
   return Json{{"host", "node"},

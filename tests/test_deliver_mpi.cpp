@@ -22,10 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::TempDir;
 
-bool have(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
-
 #define REQUIRE_MPIRUN() \
-  if (!have("mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)"
+  if (!test::have_program("mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)"
 
 // Sets (or unsets, with nullopt) a variable of this process for the scope, as a user's shell would.
 class ScopedEnv {

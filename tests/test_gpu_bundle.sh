@@ -45,10 +45,13 @@ if [ "${1:-}" = "--inner" ]; then
   export ACCELTUNE_BINARY=$B/bin/acceltune ACCELTUNE_SPACES_PATH=$B/share/acceltune/spaces
   export ACCELTUNE_NCCL_PLUGIN=$B/lib/libnccl-tuner-acceltune.so
   echo "== bundled tests"
-  for t in test_gpu_spaces test_nccl_plugin; do
-    "$B/bin/$t" >"$T/$t.txt" 2>&1 || fail "$t: exit $?: $(grep -m3 'Failure\|FAILED' "$T/$t.txt")"
-    grep -m1 '^\[  PASSED  \]' "$T/$t.txt"
-  done
+  eval "$(grep '^CPU_TESTS_[A-Z]*=' "$B/gpu-check.sh")"
+  run_filtered() {
+    "$B/bin/$1" --gtest_filter="$2" >"$T/$1.txt" 2>&1 || fail "$1: exit $?: $(grep -m3 'Failure\|FAILED' "$T/$1.txt")"
+    grep -m1 '^\[  PASSED  \]' "$T/$1.txt" || fail "$1 ($2): no test passed"
+  }
+  run_filtered test_unit "$CPU_TESTS_UNIT"
+  run_filtered test_integration "$CPU_TESTS_PLUGIN"
   "$B/bin/test_gpu" >"$T/test_gpu.txt" 2>&1 || fail "test_gpu: exit $?: $(grep -m3 'Failure\|FAILED' "$T/test_gpu.txt")"
   ran=$(grep -o '^\[==========\] [0-9]* tests' "$T/test_gpu.txt" | tail -1 | awk '{print $2}')
   skipped=$(grep -o '^\[  SKIPPED \] [0-9]* test' "$T/test_gpu.txt" | awk '{print $4}')
@@ -102,6 +105,14 @@ fi
 # ---- outside: pack, move, run the inside with the trees hidden -----------------------------------
 BUILD=$(cd "$1" && pwd)
 SRC=$(cd "$2" && pwd)
+
+# Every suite of the files whose tests the check runs without a GPU is in its filters.
+for f in test_gpu_spaces test_nccl_plugin; do
+  for suite in $(grep -ho '^TEST\(_F\|_P\)\?([A-Za-z0-9_]*' "$SRC/tests/$f.cpp" | sed 's/.*(//' | sort -u); do
+    grep -q "^CPU_TESTS_[A-Z]*=.*[':]$suite\.\*" "$SRC/tools/gpu-check.sh" ||
+      fail "tools/gpu-check.sh does not run the suite $suite of tests/$f.cpp (add it to a CPU_TESTS_ filter)"
+  done
+done
 T=$(mktemp -d "${TMPDIR:-/tmp}/acceltune-bundle-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
@@ -120,8 +131,9 @@ if [ "$(id -u)" -eq 0 ] && unshare --mount true 2>/dev/null; then
   echo "== hiding $SRC and $BUILD behind empty mounts"
   hide="mount -t tmpfs none '$SRC'"
   case $BUILD/ in "$SRC"/*) ;; *) hide="$hide && mount -t tmpfs none '$BUILD'" ;; esac
-  unshare --mount --propagation private sh -c "$hide && exec ${ENV[*]} bash '$T/inner.sh' --inner '$B' '$T'"
+  unshare --mount --propagation private sh -c "$hide && exec ${ENV[*]} bash '$T/inner.sh' --inner '$B' '$T'" || FAILED=1
 else
   echo "== not hiding the source and build trees (needs root and unshare); the rest runs as usual"
-  "${ENV[@]}" bash "$T/inner.sh" --inner "$B" "$T"
+  "${ENV[@]}" bash "$T/inner.sh" --inner "$B" "$T" || FAILED=1
 fi
+exit $FAILED

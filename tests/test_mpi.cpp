@@ -27,8 +27,6 @@ using test::TempDir;
 
 std::string binary() { return test::worker_command().front(); }
 
-bool have(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
-
 // Open MPI refuses root unless told; the tests run as whoever runs them.
 const char* kMpiEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
 
@@ -62,7 +60,7 @@ std::vector<Json> jsonl(const fs::path& p) {
 }
 
 #define REQUIRE_MPIRUN() \
-  if (!have("mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)"
+  if (!test::have_program("mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)"
 
 const char* kTiny = " --budget 4 --max-seconds 0.05 --certify-rounds 2 --certify-top 1 --sizes 4K,256K";
 
@@ -282,7 +280,7 @@ class Namespaces {
 
 TEST(MpiColl, RanksOnTwoNamespacesAsTwoHosts) {
   REQUIRE_MPIRUN();
-  if (::geteuid() != 0 || !have("ip")) GTEST_SKIP() << "network namespaces need root and iproute2";
+  if (::geteuid() != 0 || !test::have_program("ip")) GTEST_SKIP() << "network namespaces need root and iproute2";
   const std::string tag = fmt::format("at-{}-", ::getpid());
   const std::string m = tag + "m", a = tag + "a", b = tag + "b";
   const auto probe = sh("ip netns add " + m);

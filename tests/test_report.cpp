@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 using test::StudySpec;
 using test::TempDir;
 
-constexpr uint64_t k64K = 64 * 1024, k1M = 1024 * 1024;
+using test::k1M;
+using test::k64K;
 const std::string kHostile = "<script>alert('x')</script>&\"";
 
 // The space's method param carries the hostile string as a value; a failed trial has it in its

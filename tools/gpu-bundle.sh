@@ -41,8 +41,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# The test programs the check runs (each also runs here without a GPU, skipping what needs one).
-TESTS=(test_gpu test_gpu_spaces test_nccl_plugin)
+# The test programs the check runs (each also runs here without a GPU, skipping what needs one; of
+# test_unit and test_integration the check runs the GPU spaces' and the plugin's tests).
+TESTS=(test_gpu test_unit test_integration)
 
 if [ $DO_BUILD -eq 1 ]; then
   echo "gpu-bundle: building in $BUILD (Release, CUDA architectures 80;90)"
