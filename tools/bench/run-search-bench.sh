@@ -3,7 +3,8 @@
 # instances of the seeded landscape family (tools/bench/landscape_family.hpp; the strategies were
 # tuned on seeds 1-40) and the host-copy landscape recorded on the development machine.
 # acceltune's strategies and Optuna's multivariate TPE run on the same instances with the same
-# counting. Needs a build (tools/build.sh) and Debian's python3-optuna for the TPE rows.
+# counting. Needs a build with the benchmarks (tools/build.sh --tests) and Debian's python3-optuna
+# for the TPE rows.
 # usage: tools/bench/run-search-bench.sh [FAMILY_SEEDS] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
