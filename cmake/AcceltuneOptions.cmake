@@ -4,6 +4,10 @@
 # alone needs none of the test packages. tools/build.sh builds the tests only with --tests.
 find_package(GTest QUIET)
 option(ACCELTUNE_BUILD_TESTS "Build the GoogleTest suite" ${GTest_FOUND})
+if(ACCELTUNE_BUILD_TESTS AND NOT GTest_FOUND)
+  message(FATAL_ERROR "the tests need GoogleTest, which is not installed: run tools/setup.sh --tests, "
+                      "or configure with -DACCELTUNE_BUILD_TESTS=OFF")
+endif()
 option(ACCELTUNE_WERROR "Treat compiler warnings as errors" OFF)
 # Hooks the test suite drives through the acceltune binary it runs (a GPU sensor read from the
 # file ACCELTUNE_TEST_GPU_TEMP_FILE names). Off in a build without tests and in the GPU bundle.
