@@ -51,8 +51,8 @@ done
 all_labels=()
 for s in "${STAGES[@]}"; do
   IFS='|' read -r name labels _ _ <<<"$s"
-  IFS=',' read -r -a ls <<<"$labels"
-  all_labels+=("${ls[@]}")
+  IFS=',' read -r -a stage_labels <<<"$labels"
+  all_labels+=("${stage_labels[@]}")
 done
 for w in "${wanted[@]}"; do
   printf '%s\n' "${STAGES[@]}" | cut -d'|' -f1 | grep -qx "$w" ||

@@ -27,8 +27,6 @@ namespace acceltune {
 
 // ---- the server ----
 
-using PeerClock = std::chrono::steady_clock;
-
 // Named, not in the anonymous namespace: PeerServer::State derives from it.
 struct PeerServerState {
   Json options;
@@ -43,7 +41,7 @@ struct PeerServerState {
     int fd = -1;
     bool closed = false;
     std::string host;  // the client's address
-    PeerClock::time_point started;
+    std::chrono::steady_clock::time_point started;
     std::atomic<bool> admitted{false};  // authenticated and within the session limit
     std::atomic<bool> capped{false};    // ended for running past max_session_seconds
     std::atomic<bool> done{false};
@@ -63,10 +61,9 @@ struct PeerServerState {
 };
 
 namespace {
-using Clock = PeerClock;
-using ServerState = PeerServerState;
+using Clock = std::chrono::steady_clock;
 
-void log_line(const ServerState& st, const std::string& text) {
+void log_line(const PeerServerState& st, const std::string& text) {
   if (!st.logs()) return;
   std::fprintf(stderr, "acceltune serve: %s\n", text.c_str());
   std::fflush(stderr);
@@ -74,7 +71,7 @@ void log_line(const ServerState& st, const std::string& text) {
 
 // Whether serving `me` would exceed the number of client hosts served at once: connections from
 // a host already being served are part of its session.
-std::string busy_with(ServerState& st, const ServerState::Conn& me) {
+std::string busy_with(PeerServerState& st, const PeerServerState::Conn& me) {
   const int64_t limit = st.options.value("sessions", int64_t{0});
   if (limit <= 0) return "";
   std::lock_guard<std::mutex> l(st.mu);
@@ -92,7 +89,7 @@ std::string busy_with(ServerState& st, const ServerState::Conn& me) {
                      who, limit, limit == 1 ? "" : "s");
 }
 
-void serve_connection(ServerState& st, ServerState::Conn& conn) {
+void serve_connection(PeerServerState& st, PeerServerState::Conn& conn) {
   const int fd = conn.fd;
   const Json& options = st.options;
   // The first exchange: the challenge and the client's hello with its proof, one short line
@@ -136,7 +133,7 @@ void serve_connection(ServerState& st, ServerState::Conn& conn) {
   }
 }
 
-void accept_loop(const std::shared_ptr<ServerState>& st);
+void accept_loop(const std::shared_ptr<PeerServerState>& st);
 
 }  // namespace
 
@@ -199,8 +196,8 @@ PeerServer::~PeerServer() {
 
 namespace {
 
-void accept_loop(const std::shared_ptr<ServerState>& st) {
-  using Conn = ServerState::Conn;
+void accept_loop(const std::shared_ptr<PeerServerState>& st) {
+  using Conn = PeerServerState::Conn;
   auto reap = [&](bool all) {
     std::list<Conn> finished;
     {
