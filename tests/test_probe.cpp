@@ -1,6 +1,9 @@
 // acceltune probe: the hardware assessment, its JSON, and the fingerprint's deciding fields.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tests/helpers.hpp"
 #include "tuner/fingerprint.hpp"
 #include "tuner/study.hpp"
@@ -119,6 +122,26 @@ TEST(Probe, FingerprintOfAStoredProbe) {
   auto missing = run_cli({"probe", "--fingerprint", (dir / "none.json").string()});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+}
+
+// The ids of the recorded probes, as written before the fingerprint's code last moved: every
+// stored export carries one, and the loader compares it. Every recorded probe has a golden id.
+TEST(Probe, RecordedProbesKeepTheirGoldenIds) {
+  const std::filesystem::path dir = std::filesystem::path(ACCELTUNE_TEST_FIXTURES) / "probes";
+  std::ifstream golden_in(dir / "fingerprint-ids.json");
+  ASSERT_TRUE(golden_in.good());
+  const Json golden = Json::parse(golden_in);
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".json" || name == "fingerprint-ids.json") continue;
+    ASSERT_TRUE(golden.contains(name)) << name << " has no golden id in fingerprint-ids.json";
+    std::ifstream in(entry.path());
+    const Json probe = Json::parse(in);
+    EXPECT_EQ(fingerprint_id(probe), golden[name].get<std::string>()) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
 }
 
 TEST(Probe, HumanOutputShowsTheSections) {
