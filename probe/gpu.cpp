@@ -7,7 +7,7 @@
 
 #include "probe/nvml.hpp"
 #include "probe/util.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 #if ACCELTUNE_PROBE_WITH_CUDA
 #include <cuda_runtime_api.h>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "probe/util.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 namespace acceltune {
 namespace {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "probe/stream_copy.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 namespace acceltune {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "probe/util.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 namespace acceltune {
 namespace {

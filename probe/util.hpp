@@ -12,7 +12,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 namespace acceltune::probe_util {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "probe/util.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 #ifndef ACCELTUNE_PROBE_NCCL_PATH
 #define ACCELTUNE_PROBE_NCCL_PATH ""

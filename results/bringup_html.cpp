@@ -5,7 +5,7 @@
 
 #include "results/html_page.hpp"
 #include "results/report_html.hpp"
-#include "tuner/links.hpp"
+#include "probe/links.hpp"
 
 namespace acceltune {
 
@@ -35,7 +35,7 @@ std::string bundle_cell(const Json& study) {
   return o;
 }
 
-// A study's efficiency against its link's ceiling (tuner/links.hpp's to_json).
+// A study's efficiency against its link's ceiling (probe/links.hpp's to_json).
 std::string efficiency_cell(const Json& study) {
   if (!study.contains("efficiency") || !study["efficiency"].is_object()) return "-";
   const Json& e = study["efficiency"];

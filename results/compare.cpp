@@ -1,5 +1,6 @@
 // The definitions behind results/compare.hpp: studies read back from their directories, and the
 // comparison of studies of one space measured on different machines or hardware generations.
+#include "tuner/family.hpp"
 #include "results/compare.hpp"
 
 #include <algorithm>
@@ -7,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "tuner/links.hpp"
+#include "probe/links.hpp"
 #include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
@@ -147,7 +148,7 @@ Expected<StudyData> load_study_dir(const std::string& dir) {
   if (!w) return input_error("{}/study.json: {}", dir, w.error().message);
   d.workload = std::move(w).value();
   ACCELTUNE_TRY_ASSIGN(d.trials, load_trials(*store, d.space, &d.torn));
-  d.unit = d.space.kernel() == "replay" ? d.space.extra().value("unit", "objective") : "GB/s";
+  d.unit = unit_of(d.space);
   auto best_json = store->read_best();
   if (best_json) {
     auto b = BestTable::from_json(*best_json);

@@ -57,7 +57,7 @@ struct CompareStudy {
   // or "not verified", and why not.
   std::string delivery_state = "not verified", delivery_why, delivery_client;
   // The study's best against the ceiling of the link it crossed, on its own machine
-  // (tuner/links.hpp's Efficiency::to_json), so two generations are each judged by their own.
+  // (probe/links.hpp's Efficiency::to_json), so two generations are each judged by their own.
   Json efficiency = Json::object();
   std::string efficiency_text;  // Efficiency::short_text
 };

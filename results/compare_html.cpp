@@ -9,7 +9,7 @@
 
 #include "results/html_page.hpp"
 #include "results/svg.hpp"
-#include "tuner/links.hpp"
+#include "probe/links.hpp"
 
 namespace acceltune {
 

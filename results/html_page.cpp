@@ -12,7 +12,7 @@
 
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 
 namespace acceltune {
 

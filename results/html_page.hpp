@@ -26,7 +26,7 @@ std::string page_end();
 
 std::string json_text(const Json& v);
 
-// An efficiency's verdict as a coloured span: "97% good" (tuner/links.hpp's Efficiency::to_json),
+// An efficiency's verdict as a coloured span: "97% good" (probe/links.hpp's Efficiency::to_json),
 // or "none: WHY" when it has none.
 std::string verdict_html(const Json& efficiency);
 

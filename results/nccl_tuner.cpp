@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tuner/family.hpp"
 #include "results/nccl_tuner_table.hpp"
 #include "tuner/best.hpp"
 
@@ -149,7 +150,7 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
 
 // What NCCL asks a tuner per collective call: algorithm, protocol, channels (and our chunk size).
 std::optional<Scope> nccl_tuner_carries(const ParamRef& p) {
-  if (p.kernel != "nccl") return std::nullopt;
+  if (!format_applies("nccl-tuner", p.kernel)) return std::nullopt;
   if (p.env == "NCCL_ALGO" || p.env == "NCCL_PROTO" || p.env == "NCCL_MIN_NCHANNELS" || p.env == "NCCL_MAX_NCHANNELS" ||
       p.name == "channels" || p.name == "chunk_size") {
     return Scope::per_size;

@@ -19,7 +19,7 @@ std::string report_html(const StudyData& study);
 // studies (`acceltune bringup`'s report): every id starts with `id_prefix`.
 std::string study_sections_html(const StudyData& study, const std::string& id_prefix);
 
-// Every link of a probe with its ceiling, basis, state and finding (tuner/links.hpp).
+// Every link of a probe with its ceiling, basis, state and finding (probe/links.hpp).
 std::string links_table_html(const Json& probe);
 
 // `acceltune bringup`'s report: the node, a row per family and study with certified and delivered

@@ -5,6 +5,7 @@
 // SO_SNDBUF/SO_RCVBUF) are advice in comments.
 #include <algorithm>
 
+#include "tuner/family.hpp"
 #include "tuner/best.hpp"
 
 namespace acceltune {
@@ -34,7 +35,7 @@ std::string per_range(const BestTable& best, const char* param, const std::funct
 }
 
 Expected<std::string> emit_tcp_script(const BestTable& best) {
-  if (best.kernel != "tcp-stream") {
+  if (!format_applies("tcp-script", best.kernel)) {
     return input_error("the tcp-script format exports tcp-stream studies; this study's kernel is '{}' (try --format json)",
                        best.kernel);
   }
@@ -128,7 +129,7 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
 
 // What `ip link` and sysctl set for the whole host; the other socket options are the application's.
 std::optional<Scope> tcp_script_carries(const ParamRef& p) {
-  if (p.kernel != "tcp-stream") return std::nullopt;
+  if (!format_applies("tcp-script", p.kernel)) return std::nullopt;
   if (p.name == "mtu" || p.name == "sndbuf" || p.name == "rcvbuf" || p.name == "congestion") return Scope::job;
   return std::nullopt;
 }

@@ -26,8 +26,8 @@ const char* kMpiRoot = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=
 NodeFacts plain_node() {
   NodeFacts n;
   n.cores = 8;
-  n.mpirun = true;
-  n.netns = true;
+  n.observed["mpirun"] = true;
+  n.observed["netns"] = true;
   n.gpu_why = "no CUDA GPU: cudaGetDeviceCount: no CUDA-capable device is detected (100)";
   return n;
 }
@@ -96,9 +96,9 @@ TEST(BringupFamilies, GpusAndRdmaDevicesAddTheirStudies) {
 
 TEST(BringupFamilies, AMissingLauncherOrNamespacesSaySo) {
   NodeFacts n = plain_node();
-  n.mpirun = false;
-  n.netns = false;
-  n.netns_why = "network namespaces need root (or CAP_SYS_ADMIN and CAP_NET_ADMIN)";
+  n.observed["mpirun"] = false;
+  n.observed["netns"] = false;
+  n.observed["netns_why"] = "network namespaces need root (or CAP_SYS_ADMIN and CAP_NET_ADMIN)";
   n.cores = 1;
   auto fs = pick_families(n, {}, {});
   ASSERT_TRUE(fs);
@@ -106,7 +106,7 @@ TEST(BringupFamilies, AMissingLauncherOrNamespacesSaySo) {
   const Family& tcp = family(*fs, "tcp");
   EXPECT_TRUE(tcp.studies.at(0).args.empty());
   EXPECT_NE(tcp.what.find("loopback: network namespaces need root"), std::string::npos) << tcp.what;
-  n.mpirun = true;
+  n.observed["mpirun"] = true;
   auto again = pick_families(n, {}, {});
   EXPECT_EQ(family(*again, "mpi").studies.at(0).space_override["ranks"], 2);  // never a one-rank allreduce
 }
@@ -264,10 +264,10 @@ TEST(BringupBundle, TheEnvFilesSayWhereEachLineComesFrom) {
       << env;
   EXPECT_NE(env.find("\n# UCX_TLS=posix,cma\n"), std::string::npos) << env;  // left out: commented
   EXPECT_NE(env.find("# note: UCX_RNDV_THRESH: ucx-shm wanted 65536"), std::string::npos) << env;
-  const std::string ucx = ucx_env_text(b, "# header\n");
+  const std::string ucx = env_subset_text(b, "# header\n", *find_bundle_file("ucx.env"));
   EXPECT_NE(ucx.find("UCX_RNDV_THRESH=65536"), std::string::npos);
   EXPECT_EQ(ucx.find("ACCELTUNE_TEST_A"), std::string::npos);
-  EXPECT_NE(ucx_env_text(Bundle{}, "").find("no UCX variable"), std::string::npos);
+  EXPECT_NE(env_subset_text(Bundle{}, "", *find_bundle_file("ucx.env")).find("no UCX variable"), std::string::npos);
 }
 
 TEST(BringupBundle, JobShSetsTheVariablesWhereverTheBundleMoves) {

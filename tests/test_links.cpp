@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "tests/helpers.hpp"
-#include "tuner/fingerprint.hpp"
-#include "tuner/links.hpp"
+#include "probe/fingerprint.hpp"
+#include "probe/links.hpp"
 
 namespace acceltune {
 namespace {

@@ -15,7 +15,7 @@
 #include "acceltune/loader.h"
 #include "tests/helpers.hpp"
 #include "tuner/best.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/store.hpp"
 
 namespace acceltune {

@@ -19,7 +19,7 @@
 #include "tests/helpers.hpp"
 #include "tools/nccl-plugin/nccl_tuner_abi.h"
 #include "tuner/best.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/store.hpp"
 
 namespace acceltune {

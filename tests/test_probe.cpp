@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tests/helpers.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune {

@@ -36,7 +36,7 @@ std::map<std::string, std::string> units_of(const Json& space_definition);
 std::string describe_config(const Json& config, const Json& default_config,
                             const std::map<std::string, std::string>& units);
 void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out);
-// The study's best figure against the ceiling of the link it crossed (tuner/links.hpp): one line
+// The study's best figure against the ceiling of the link it crossed (probe/links.hpp): one line
 // with the verdict, the ceiling's basis, and what the probe suggests for a low one.
 void print_efficiency(const Json& study, const BestTable& b, std::FILE* out);
 

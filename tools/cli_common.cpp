@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tuner/family.hpp"
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
-#include "tuner/links.hpp"
+#include "probe/links.hpp"
 #include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
@@ -268,7 +269,7 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   ACCELTUNE_TRY_ASSIGN(Workload w, Workload::from_json(study["workload"]));
   int torn = 0;
   ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
-  const std::string unit = space.kernel() == "replay" ? space.extra().value("unit", "objective") : "GB/s";
+  const std::string unit = unit_of(space);
   BestTable b = compute_recommended_best(space, w, trials, unit, study.value("seed", uint64_t{1}));
   b.study = study;
   b.dir = dir;

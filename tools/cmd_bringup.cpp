@@ -21,8 +21,8 @@
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
 #include "tuner/cancel.hpp"
-#include "tuner/fingerprint.hpp"
-#include "tuner/links.hpp"
+#include "probe/fingerprint.hpp"
+#include "probe/links.hpp"
 #include "tuner/process_guard.hpp"
 
 extern char** environ;
@@ -233,18 +233,6 @@ std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
   return text.empty() ? "not measured" : text;
 }
 
-std::string comment_block(const std::string& text) {
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find('\n', i);
-    if (j == std::string::npos) j = text.size();
-    out += "# " + text.substr(i, j - i) + "\n";
-    i = j + 1;
-  }
-  return out;
-}
-
 int cmd_bringup(const BringupArgs& a) {
   const auto limit = bringup::parse_duration(a.time_limit);
   if (!limit) {
@@ -351,28 +339,7 @@ int cmd_bringup(const BringupArgs& a) {
                           signal_name(cancelled_by));
   }
 
-  std::map<std::string, std::string> per_size;
-  for (const auto& c : contributions) {
-    for (const auto& [name, path] : c.files) {
-      // A second table of the same file (NCCL: one per collective) follows the first, named.
-      if (!per_size[name].empty()) per_size[name] += fmt::format("\n# from study {}\n", c.study->best.space);
-      per_size[name] += read_text(path);
-    }
-  }
-  auto why_absent = [&](const std::string& family, const std::string& what) {
-    for (const auto& f : *families) {
-      if (f.name == family && !f.skipped.empty()) return fmt::format("no {} study ran: {}", family, f.skipped);
-    }
-    return what;
-  };
-  if (!per_size.count("ompi-rules.conf")) {
-    per_size["ompi-rules.conf"] =
-        header + "# " + why_absent("mpi", "the MPI plan keeps Open MPI's own per-size choices: nothing to load") + "\n";
-  }
-  if (!per_size.count("nccl-tuner.conf")) {
-    per_size["nccl-tuner.conf"] =
-        header + "# " + why_absent("nccl", "the NCCL plans keep NCCL's own per-size choices: nothing to load") + "\n";
-  }
+  const auto per_size = bringup::plan_files_text(*families, contributions, header);
   // Written before the merged measurement: the bundle's environment names them.
   for (const auto& [name, text] : per_size) {
     if (Status w = write_text(bundle / name, text); !w) return fail(w.error());
@@ -386,20 +353,10 @@ int cmd_bringup(const BringupArgs& a) {
   if (tty) std::fprintf(stderr, "\r\033[K");
 
   Status st = write_text(bundle / "acceltune.env", bringup::env_file_text(merged, header));
-  if (st) st = write_text(bundle / "ucx.env", bringup::ucx_env_text(merged, header));
   if (st) st = write_text(bundle / "job.sh", bringup::job_script_text(merged), true);
-  std::string tcp_script;
-  for (const auto& d : data) {
-    if (d.best.kernel != "tcp-stream" || d.best.trials_ok == 0) continue;
-    BestTable b = d.best;
-    b.dir = d.dir;
-    auto text = emit("tcp-script", b);
-    tcp_script = text ? *text : "#!/bin/sh\n" + comment_block("the tcp-script export failed: " + text.error().message);
+  for (const auto& f : bringup::merged_files_text(*families, data, merged, header)) {
+    if (st) st = write_text(bundle / f.name, f.text, f.script);
   }
-  if (tcp_script.empty()) {
-    tcp_script = "#!/bin/sh\n" + header + "# " + why_absent("tcp", "no tcp-stream study finished") + "\nexit 0\n";
-  }
-  if (st) st = write_text(bundle / "tcp-settings.sh", tcp_script, true);
   if (!st) return fail(st.error());
 
   // bringup.json: what ran, what was skipped, the gains, the bundle's lines.
@@ -488,8 +445,11 @@ int cmd_bringup(const BringupArgs& a) {
   for (const auto& n : merged.notes) std::printf("note: %s\n", n.c_str());
   std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(summary["seconds"].get<double>()).c_str());
   std::printf("  job.sh COMMAND...   runs a job with it, e.g. %s/job.sh mpirun -np 8 ./app\n", bundle.string().c_str());
-  std::printf("  acceltune.env, ucx.env, ompi-rules.conf, nccl-tuner.conf, tcp-settings.sh (review, run as root), "
-              "report.html\n");
+  std::string files = "acceltune.env";
+  for (const auto& [family, f] : families_in_order()) {
+    for (const auto& file : f->bundle_files) files += ", " + file.name + (file.script ? " (review, run as root)" : "");
+  }
+  std::printf("  %s, report.html\n", files.c_str());
   std::printf("figures: certified = measured inside acceltune; delivered = a plain job of the family with the files "
               "loaded, against its defaults\n");
   if (cancelled_by) {
@@ -511,7 +471,7 @@ void add_bringup_command(CLI::App& app, CommandList& list) {
                   "searching time for all families together (90s, 2m, 1h; default 10m); certification and delivered "
                   "measurements come after it");
   cmd->add_option("--out", a->out, "the bundle folder (default: a new one under acceltune-results/)");
-  cmd->add_option("--only", a->only, "tune only these families (comma-separated: host,tcp,ucx,mpi,cuda,nccl,rdma)");
+  cmd->add_option("--only", a->only, "tune only these families (comma-separated: " + fmt::format("{}", fmt::join(bringup::family_names(), ",")) + ")");
   cmd->add_option("--skip", a->skip, "leave these families out (comma-separated)");
   cmd->add_option("--certify-rounds", a->certify_rounds, "rounds of each study's certification (default 4)");
   cmd->add_option("--verify-rounds", a->verify_rounds,

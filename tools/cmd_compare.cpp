@@ -3,7 +3,7 @@
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
 #include "tools/cli.hpp"
-#include "tuner/links.hpp"
+#include "probe/links.hpp"
 
 namespace acceltune::cli {
 namespace {

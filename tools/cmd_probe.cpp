@@ -3,8 +3,8 @@
 #include <fstream>
 
 #include "tools/cli.hpp"
-#include "tuner/fingerprint.hpp"
-#include "tuner/links.hpp"
+#include "probe/fingerprint.hpp"
+#include "probe/links.hpp"
 
 namespace acceltune::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "tools/cli.hpp"
 #include "tuner/cancel.hpp"
 #include "tuner/delivery.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/plan.hpp"
 #include "tuner/verify.hpp"
 #include "tuner/process_guard.hpp"

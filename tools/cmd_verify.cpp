@@ -5,7 +5,7 @@
 
 #include "tools/cli.hpp"
 #include "tuner/cancel.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/process_guard.hpp"
 #include "tuner/study.hpp"
 #include "tuner/verify.hpp"
@@ -22,9 +22,9 @@ std::string interval_text(double ratio, double low, double high) {
 
 int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
   BestTable& b = s.best;
+  const Json now = probe_fingerprint(ProbeScope::identity);
   if (check_fingerprint) {
     const Json stored = s.study.value("fingerprint", Json::object());
-    const Json now = probe_fingerprint(ProbeScope::identity);
     const std::vector<std::string> drift = fingerprint_drift(stored, now);
     if (!drift.empty()) {
       std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),
@@ -34,6 +34,7 @@ int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
   }
   VerifyOptions o;
   o.rounds = rounds;
+  o.fingerprint_id = now.value("id", "");
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (tty) {
     o.progress = [](int done, int total) {

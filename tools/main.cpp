@@ -5,7 +5,7 @@
 
 #include "tools/cli.hpp"
 #include "tuner/binary.hpp"
-#include "tuner/fingerprint.hpp"
+#include "probe/fingerprint.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/service.hpp"
 

@@ -53,7 +53,7 @@ class Kernel {
   // creates), "peer" (an `acceltune serve` elsewhere). The space field "placement" chooses one
   // (the first listed when absent); a kernel that lists none runs on this host only.
   virtual std::vector<std::string> placements() const { return {}; }
-  // The link the measured bytes cross, known after attach, as tuner/links.hpp describes the
+  // The link the measured bytes cross, known after attach, as probe/links.hpp describes the
   // record ({"kind": "host-memory"}, {"kind": "nic", "interface": "eth0"}, ...): stored with the
   // study, so its figures are judged against that link's ceiling. Null when no single link
   // bounds the figure.

@@ -6,7 +6,6 @@
 #include "tuner/cancel.hpp"
 #include "tuner/certify.hpp"
 #include "tuner/delivery.hpp"
-#include "tuner/fingerprint.hpp"
 #include "tuner/plan.hpp"
 
 namespace acceltune {
@@ -164,8 +163,7 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   best.delivery.client = client->description;
   best.delivery.rounds = rounds;
   best.delivery.at = utc_now_iso8601();
-  const Json fp = probe_fingerprint(ProbeScope::identity);
-  best.delivery.fingerprint = fp.value("id", "");
+  best.delivery.fingerprint = options.fingerprint_id;
   return {};
 }
 

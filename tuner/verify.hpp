@@ -15,6 +15,7 @@ namespace acceltune {
 struct VerifyOptions {
   int rounds = 5;  // defaults/plan pairs, interleaved A B, B A, ...
   std::function<void(int done, int total)> progress;
+  std::string fingerprint_id;  // the machine measuring it (probe_fingerprint's "id"), kept with the delivery
 };
 
 // Measures each of `arms` against `defaults` through one client session, interleaved round by

@@ -10,6 +10,7 @@
 #include "tuner/cancel.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/plan.hpp"
+#include "tuner/regular_file.hpp"
 
 namespace acceltune::bringup {
 namespace {
@@ -33,11 +34,41 @@ std::string certified_gain(const BestTable& b) {
                      format_bytes(top->bytes));
 }
 
-// A bundle file's name for a plan file's format.
+// A bundle file's name for a plan file's format: the one a family names for it, else the plan
+// file's own.
 std::string bundle_file_name(const std::string& format, const std::string& plan_path) {
-  if (format == "ompi-rules") return "ompi-rules.conf";
-  if (format == "nccl-tuner") return "nccl-tuner.conf";
+  for (const auto& [name, f] : families_in_order()) {
+    for (const auto& file : f->bundle_files) {
+      if (!file.plan_format.empty() && file.plan_format == format) return file.name;
+    }
+  }
   return fs::path(plan_path).filename().string();
+}
+
+std::string comment_block(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    out += "# " + text.substr(i, j - i) + "\n";
+    i = j + 1;
+  }
+  return out;
+}
+
+// Why a family's file is empty: the family did not run here, or what its empty file means.
+std::string why_empty(const std::vector<Family>& families, const std::string& family, const BundleFile& file) {
+  for (const auto& f : families) {
+    if (f.name == family && !f.skipped.empty()) return fmt::format("no {} study ran: {}", family, f.skipped);
+  }
+  return file.when_empty;
+}
+
+// An empty file's text: the header and why; a script stays runnable and does nothing.
+std::string empty_file_text(const BundleFile& file, const std::string& header, const std::string& why) {
+  if (file.script) return "#!/bin/sh\n" + header + "# " + why + "\nexit 0\n";
+  return header + "# " + why + "\n";
 }
 
 void set_var(EnvVars& env, const std::string& var, const std::string& value) {
@@ -111,28 +142,16 @@ bool reads(const Contribution& c, const std::string& var) {
   for (const auto& kv : c.vars) {
     if (kv.first == var) return true;
   }
-  const std::string kernel = c.study ? c.study->best.kernel : "";
-  auto starts = [&](const char* p) { return var.rfind(p, 0) == 0; };
-  if (kernel == "ucx") return starts("UCX_");
-  if (kernel == "nccl") return starts("NCCL_");
-  if (kernel == "mpi-coll") {
-    if (starts("OMPI_MCA_")) return true;
-    const bool pml_ucx = std::find(c.vars.begin(), c.vars.end(), std::make_pair(std::string("OMPI_MCA_pml"),
-                                                                               std::string("ucx"))) != c.vars.end();
-    return pml_ucx && starts("UCX_");
-  }
-  return false;
+  return c.study && family_reads(c.study->best.kernel, c.vars, var);
 }
 
 std::string single_node_only(const std::string& var, const std::string& value) {
-  if (var != "UCX_TLS" || value.empty() || value == "all" || value[0] == '^') return "";
-  for (const char* net : {"tcp", "rc", "ud", "dc", "ib", "rdmacm", "gga"}) {
-    std::string list = "," + value + ",";
-    if (list.find(std::string(",") + net) != std::string::npos) return "";
+  for (const auto& [name, f] : families_in_order()) {
+    if (!f->single_node_only) continue;
+    std::string why = f->single_node_only(var, value);
+    if (!why.empty()) return why;
   }
-  return fmt::format("{}={} names no network transport: measured within one node, it leaves a job across nodes "
-                     "unable to connect; for single-node jobs it may be uncommented",
-                     var, value);
+  return "";
 }
 
 std::map<std::string, std::vector<Wish>> conflicts(const std::vector<Contribution>& contributions) {
@@ -423,17 +442,74 @@ std::string env_file_text(const Bundle& bundle, const std::string& header) {
   return out;
 }
 
-std::string ucx_env_text(const Bundle& bundle, const std::string& header) {
+std::string env_subset_text(const Bundle& bundle, const std::string& header, const BundleFile& file) {
   std::string out = header;
-  out += "# The UCX variables of acceltune.env, for UCX_* environments and ucx_perftest.\n";
+  out += "# " + file.about + "\n";
   bool any = false;
   for (const auto& l : bundle.env) {
-    if (l.var.rfind("UCX_", 0) != 0) continue;
+    if (l.var.rfind(file.env_prefix, 0) != 0) continue;
     any = true;
     out += "\n# " + l.why + "\n";
     out += fmt::format("{}{}={}\n", l.left_out ? "# " : "", l.var, l.value);
   }
-  if (!any) out += "# no UCX variable: UCX keeps its own defaults\n";
+  if (!any) out += "# " + file.when_empty + "\n";
+  return out;
+}
+
+const BundleFile* find_bundle_file(const std::string& name) {
+  for (const auto& [family, f] : families_in_order()) {
+    for (const auto& file : f->bundle_files) {
+      if (file.name == name) return &file;
+    }
+  }
+  return nullptr;
+}
+
+std::map<std::string, std::string> plan_files_text(const std::vector<Family>& families,
+                                                   const std::vector<Contribution>& contributions,
+                                                   const std::string& header) {
+  std::map<std::string, std::string> out;
+  for (const auto& c : contributions) {
+    for (const auto& [name, path] : c.files) {
+      // A second table of the same file (NCCL: one per collective) follows the first, named.
+      if (!out[name].empty()) out[name] += fmt::format("\n# from study {}\n", c.study->best.space);
+      std::string text, why;
+      if (!read_regular_file(path.c_str(), text, why)) text = comment_block(fmt::format("{}: {}", path, why));
+      out[name] += text;
+    }
+  }
+  for (const auto& [family, f] : families_in_order()) {
+    for (const auto& file : f->bundle_files) {
+      if (file.plan_format.empty() || out.count(file.name)) continue;
+      out[file.name] = empty_file_text(file, header, why_empty(families, family, file));
+    }
+  }
+  return out;
+}
+
+std::vector<BundleText> merged_files_text(const std::vector<Family>& families, const std::vector<StudyData>& studies,
+                                          const Bundle& merged, const std::string& header) {
+  std::vector<BundleText> out;
+  for (const auto& [family, f] : families_in_order()) {
+    for (const auto& file : f->bundle_files) {
+      if (!file.env_prefix.empty()) {
+        out.push_back({file.name, env_subset_text(merged, header, file), file.script});
+        continue;
+      }
+      if (file.export_format.empty()) continue;
+      std::string text;
+      for (const auto& d : studies) {  // the family's last finished study
+        if (family_name_of_kernel(d.best.kernel) != family || d.best.trials_ok == 0) continue;
+        BestTable b = d.best;
+        b.dir = d.dir;
+        auto e = emit(file.export_format, b);
+        text = e ? *e
+                 : "#!/bin/sh\n" + comment_block(fmt::format("the {} export failed: {}", file.export_format, e.error().message));
+      }
+      out.push_back({file.name, text.empty() ? empty_file_text(file, header, why_empty(families, family, file)) : text,
+                     file.script});
+    }
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "results/compare.hpp"
+#include "tools/bringup/families.hpp"
 #include "tuner/best.hpp"
 #include "tuner/verify.hpp"
 
@@ -45,12 +46,13 @@ struct Contribution {
 };
 Expected<Contribution> contribution_of(const StudyData& study, const std::string& bundle_dir);
 
-// Whether a study's job reads a variable: its own plan sets it, or its library reads that
-// prefix (UCX_* for ucx, and for Open MPI when its plan runs pml=ucx; NCCL_* for nccl).
+// Whether a study's job reads a variable: its own plan sets it, or its family reads it
+// (tuner/family.hpp: UCX_* for ucx, and for Open MPI when its plan runs pml=ucx; NCCL_* for nccl).
 bool reads(const Contribution& c, const std::string& var);
 
-// A variable that leaves a job across nodes without a network: UCX_TLS naming only shared-memory
-// transports (measured on one node). Such a value is written commented out, saying why.
+// A variable that leaves a job across nodes without a network, as a family says (UCX_TLS naming
+// only shared-memory transports, measured on one node). Such a value is written commented out,
+// saying why.
 std::string single_node_only(const std::string& var, const std::string& value);
 
 // The variables wanted with more than one value, each with its wishes.
@@ -103,7 +105,25 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
 
 // The files of the bundle.
 std::string env_file_text(const Bundle& bundle, const std::string& header);
-std::string ucx_env_text(const Bundle& bundle, const std::string& header);
+// A family's subset of acceltune.env (ucx.env: its UCX_* variables).
+std::string env_subset_text(const Bundle& bundle, const std::string& header, const BundleFile& file);
+// The bundle file a family names, nullptr for none.
+const BundleFile* find_bundle_file(const std::string& name);
+
+// The files the families fill (tuner/family.hpp's BundleFile). First, before the merged
+// measurement (the environment names them): the per-size plan files, NCCL's tables one after
+// another, and for a family that filled none its file saying why.
+std::map<std::string, std::string> plan_files_text(const std::vector<Family>& families,
+                                                   const std::vector<Contribution>& contributions,
+                                                   const std::string& header);
+// Then, from the merged bundle: the environment subsets and the exports of a family's last
+// finished study (the reviewed TCP script), each saying why when empty.
+struct BundleText {
+  std::string name, text;
+  bool script = false;
+};
+std::vector<BundleText> merged_files_text(const std::vector<Family>& families, const std::vector<StudyData>& studies,
+                                          const Bundle& merged, const std::string& header);
 // job.sh: sets every variable (bundle files relative to the script's own folder) and runs its
 // arguments; an Open MPI launcher gets `-x VAR` for each so remote ranks see them too.
 std::string job_script_text(const Bundle& bundle);

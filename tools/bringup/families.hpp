@@ -7,48 +7,33 @@
 #include <vector>
 
 #include "tuner/expected.hpp"
+#include "tuner/family.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune::bringup {
 
-// One search of the bring-up.
-struct Study {
-  std::string family;
-  std::string space;                // a shipped space's name
-  Json space_override = nullptr;    // fields set in a copy of the space (mpi: "ranks")
-  std::vector<std::string> args;    // further `search` arguments (--netns)
-  double weight = 1;                // share of the time limit
-  double minimum_seconds = 10;      // less than this cannot even measure the defaults
-};
+// One search of the bring-up, as its family's descriptor gives it (tuner/family.hpp).
+using Study = FamilyStudy;
+using acceltune::NodeFacts;
 
+// A family on this node: its role there, and why it is skipped (by the node, --only or --skip).
 struct Family {
-  std::string name;      // host, tcp, ucx, mpi, cuda, nccl, rdma
+  std::string name;      // the registered family (host, tcp, ucx, mpi, cuda, nccl, rdma, ...)
   std::string what;      // what it tunes, one line
   std::vector<Study> studies;
   std::string skipped;   // why it does not run here; empty when it runs
 };
 
-// What the choice of families reads.
-struct NodeFacts {
-  int gpus = 0;
-  std::string gpu_why;   // the probe's note when it found none
-  int rdma_devices = 0;
-  std::string rdma_why;
-  int cores = 1;         // usable cores: the ranks of the MPI study
-  bool mpirun = false;
-  bool netns = false;    // network namespaces can be made here (root, iproute2)
-  std::string netns_why;
-};
+// From a probe (probe_fingerprint), and each family's own availability test (observe): a
+// command on PATH, whether a network namespace can be made (only with `may_try`).
+NodeFacts node_facts(const Json& probe, bool may_try);
 
-// From a probe (probe_fingerprint) and this machine's PATH; `try_netns` makes and removes a
-// namespace to see whether it may.
-NodeFacts node_facts(const Json& probe, bool try_netns);
-
-// Every family name, in the order bring-up runs them.
+// Every listed family with a part in bring-up, in the order bring-up runs them.
 const std::vector<std::string>& family_names();
 
-// Every family, those this node lacks with `skipped` set (and those --only leaves out or --skip
-// names, saying so). An unknown name in `only` or `skip` is bad input naming the known ones.
+// Every listed family, those this node lacks with `skipped` set (and those --only leaves out or
+// --skip names, saying so); a family hidden from listings (a test family) only when --only names
+// it. An unknown name in `only` or `skip` is bad input naming the listed ones.
 Expected<std::vector<Family>> pick_families(const NodeFacts& node, const std::vector<std::string>& only,
                                             const std::vector<std::string>& skip);
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "acceltune/loader.h"
-#include "tuner/fingerprint.hpp"
+#include "tuner/loader_fields.hpp"
 
 namespace {
 

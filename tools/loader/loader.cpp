@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "tuner/env_file.hpp"
-#include "tuner/fingerprint.hpp"
+#include "tuner/loader_fields.hpp"
+#include "tuner/version.hpp"
 #include "tuner/regular_file.hpp"
 #include "tuner/space.hpp"
 

@@ -9,8 +9,11 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "tuner/loader_fields.hpp"
 #include "tuner/registry.hpp"
+#include "tuner/version.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune {
@@ -54,31 +57,30 @@ Json probe_fingerprint(ProbeScope scope = ProbeScope::full);
 // load, current PCIe link state, usable cores (they follow the caller's affinity), compiler and
 // acceltune version, notes.
 Json fingerprint_fields(const Json& probe);
+// A field of the fingerprint a family adds (kernels/<family>/family.cpp), from the probe's
+// sections: the family's hardware in canonical form. Null leaves the field out, so a family whose
+// hardware no probe records changes no id. The hashed text keeps the fields' insertion order:
+// the core's cpu, memory_gib and numa, then these by `order`, then versions.
+struct FingerprintField {
+  std::string description;
+  int order = 50;
+  std::function<Json(const Json& probe)> canonical;
+};
+using FingerprintFieldRegistry = Registry<FingerprintField>;
+// obj[key], null when obj is no object or lacks it.
+Json field_of(const Json& obj, const char* key);
+// A list's items in a canonical order (by their text), so their order on the machine does not count.
+Json sorted_items(std::vector<Json> items);
+
 // A 12-hex-digit FNV-1a hash of fingerprint_fields(probe): pure, so a probe read from a stored
 // study gives the id it was stored with.
 std::string fingerprint_id(const Json& probe);
 
-// The fields of the fingerprint that a job can read cheaply, from a few files under /proc and
-// /sys, without loading a library, initialising a device or starting a thread: what the runtime
-// loader (libacceltune) checks before it applies a configuration, since it runs inside the job.
-//   cpu_model      /proc/cpuinfo "model name"
-//   logical_cpus   online CPUs
-//   machine        uname's machine (x86_64, aarch64)
-//   memory_gib     MemTotal, rounded to GiB
-//   numa           per node: memory_gib and cpu_count
-//   nics           per physical NIC (one with a device): driver, speed_mbps, mtu; sorted
-//   gpus           per GPU the NVIDIA driver lists (/proc/driver/nvidia/gpus): its PCI
-//                  "vendor:device"; sorted. All of the node's GPUs, so a job that narrows
-//                  CUDA_VISIBLE_DEVICES still matches.
-// probe_fingerprint() stores them as "loader_fields"; exports carry them as a
-// "# acceltune fingerprint_fields: {...}" line.
-Json loader_fields();
 
 // Appends "section: text" to probe["notes"].
 void add_probe_note(Json& probe, const std::string& section, const std::string& text);
 // The first line of a small file, trimmed; empty when unreadable (sysfs and procfs helpers).
 std::string read_first_line(const std::string& path);
 
-std::string acceltune_version();
 
 }  // namespace acceltune

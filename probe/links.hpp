@@ -1,7 +1,7 @@
 // "Is my number right?": every link the probe sees, with a ceiling computed from the machine's own
 // data and where it came from, and a study's efficiency against the ceiling of the link it
 // measured, with a verdict and, for a low one, what the probe suggests. Pure functions of a probe
-// (tuner/fingerprint.hpp) and a study, so a study measured elsewhere is judged by its own
+// (probe/fingerprint.hpp) and a study, so a study measured elsewhere is judged by its own
 // machine's probe.
 //
 // Every ceiling is a rate per direction in bytes per second / 1e9, in the convention acceltune's
@@ -10,11 +10,14 @@
 // converted.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "tuner/best.hpp"
+#include "tuner/registry.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune {
@@ -42,6 +45,34 @@ struct LinkCeiling {
 
   Json to_json() const;
 };
+
+// How the links of one kind get their ceilings from a probe, and which ceiling a study's link
+// record names. The machine's own links have their rules in probe/link_rules.cpp; a family whose
+// path crosses another kind of link registers its rule from its folder.
+struct LinkRule {
+  std::string description;
+  int order = 50;                  // place of its ceilings in link_ceilings' list
+  std::vector<std::string> kinds;  // the link record kinds it answers for
+  std::function<std::vector<LinkCeiling>(const Json& probe)> ceilings;   // may be empty
+  std::function<std::string(const Json& probe, const Json& link)> id_of;  // the ceiling id a record names
+  // The device a link of this kind sits on (a NIC, an HCA): its name and its probe record, for
+  // the NUMA suggestion; may be empty.
+  std::function<std::pair<std::string, const Json*>(const Json& probe, const Json& link)> device;
+  // What only this kind of link suggests (a NIC's MTU below its peer's); may be empty.
+  std::function<std::vector<std::string>(const Json& probe, const Json& link)> suggestions;
+  std::string no_line_rate;  // the label of a link without a line rate ("loopback (lo)"): no ceiling by nature
+};
+using LinkRuleRegistry = Registry<LinkRule>;
+
+// The ceiling id a link record names, by its kind's rule; empty for a kind no rule knows.
+std::string ceiling_id_of(const Json& probe, const Json& link);
+
+// Helpers for rules: a PCIe link's ceiling at its maximum, its state now, and the finding when it
+// trained lower (`idle_lowers_gen`: GPUs lower the generation while idle, so a lower generation
+// is a finding only under load); "GPU 0 (NVIDIA H200)"; "25.1 GB/s".
+void pcie_ceiling(LinkCeiling& c, const Json& pcie, bool idle_lowers_gen);
+std::string gpu_label(const Json& gpu);
+std::string gbps_text(double gbps);
 
 // Every link of the probe, in a stable order: host memory (per NUMA node where measured),
 // loopback, NICs (virtual ones without a ceiling), RDMA ports, then per GPU its PCIe link, NVLink
