@@ -117,3 +117,17 @@ function(acceltune_unity_by_folder TARGET)
   endforeach()
   set_target_properties(${TARGET} PROPERTIES UNITY_BUILD_MODE GROUP)
 endfunction()
+
+# Ships the spaces of the calling family's folder (spaces/*.json): copied to the build's spaces/
+# folder at configure time (an edit re-runs it) and installed under share/acceltune/spaces.
+function(acceltune_ship_spaces)
+  file(GLOB _files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/spaces/*.json)
+  foreach(_f ${_files})
+    get_filename_component(_name ${_f} NAME)
+    if(EXISTS ${ACCELTUNE_SPACES_DIR}/${_name})
+      message(FATAL_ERROR "space ${_name} is shipped by two families (${_f})")
+    endif()
+    configure_file(${_f} ${ACCELTUNE_SPACES_DIR}/${_name} COPYONLY)
+  endforeach()
+  install(FILES ${_files} DESTINATION share/acceltune/spaces)
+endfunction()

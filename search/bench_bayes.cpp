@@ -92,7 +92,7 @@ BENCHMARK(BM_GpFit300)->Unit(benchmark::kMillisecond)->Iterations(3);
 // candidate) at three message sizes, 120 trials told, then passes of eight trials each told and
 // one ask: the model's cost per eight trials, the refits of the schedule amortised.
 void BM_BayesTcpStreamPass(benchmark::State& state) {
-  auto loaded = Space::load_file(ACCELTUNE_SOURCE_SPACES_DIR "/tcp-stream.json");
+  auto loaded = Space::load_file(ACCELTUNE_SPACES_DIR "/tcp-stream.json");
   Space s = std::move(loaded.value());
   auto st = std::move(make_strategy("bayes", s, 1).value());
   Rng rng(7);

@@ -20,6 +20,8 @@ int cmd_spaces() {
       std::printf("%-20s (unusable: %s)\n", e.name.c_str(), space.error().message.c_str());
       continue;
     }
+    const KernelInfo* info = KernelRegistry::instance().find(space->kernel());
+    if (info && !info->listed) continue;  // a test family's space
     auto kernel = make_kernel(*space);
     const std::string state = kernel ? fmt::format("{} configs", space->count_valid())
                                      : fmt::format("unavailable: {}", kernel.error().message);

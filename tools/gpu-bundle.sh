@@ -88,7 +88,7 @@ for src in "${!PLACE[@]}"; do
   strip --strip-unneeded -o "$dst" "$src"
 done
 [ -n "$loader" ] && ln -s "$(basename "${PLACE[$loader]}")" "$OUTDIR/lib/libacceltune.so"
-cp "$ROOT"/spaces/*.json "$OUTDIR/share/acceltune/spaces/"
+cp "$BUILD"/spaces/*.json "$OUTDIR/share/acceltune/spaces/"
 cp "$ROOT/tools/gpu-check.sh" "$OUTDIR/gpu-check.sh"
 cp "$MACHINE_LIBS" "$OUTDIR/machine-libs.txt"
 chmod +x "$OUTDIR/gpu-check.sh"

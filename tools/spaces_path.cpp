@@ -10,8 +10,8 @@
 #include "tuner/binary.hpp"
 #include "tuner/kernel.hpp"
 
-#ifndef ACCELTUNE_SOURCE_SPACES_DIR
-#define ACCELTUNE_SOURCE_SPACES_DIR ""
+#ifndef ACCELTUNE_SPACES_DIR
+#define ACCELTUNE_SPACES_DIR ""
 #endif
 
 namespace acceltune::cli {
@@ -34,7 +34,7 @@ std::vector<fs::path> space_dirs() {
   // Beside the binary as installed (PREFIX/bin/acceltune, PREFIX/share/acceltune/spaces).
   const fs::path exe = running_program();
   if (exe.is_absolute()) dirs.push_back(exe.parent_path().parent_path() / "share" / "acceltune" / "spaces");
-  if (std::string(ACCELTUNE_SOURCE_SPACES_DIR).size() > 0) dirs.emplace_back(ACCELTUNE_SOURCE_SPACES_DIR);
+  if (std::string(ACCELTUNE_SPACES_DIR).size() > 0) dirs.emplace_back(ACCELTUNE_SPACES_DIR);
   return dirs;
 }
 

@@ -1,0 +1,121 @@
+// Families describe themselves (tuner/family.hpp): every shipped space has a family, every
+// family's spaces ship; and echo, a family used only by tests and registered from its own folder
+// (kernels/echo), reaches every point a family plugs into: bring-up's choice, a bundle file and the
+// jobs that read it, a link and its ceiling, a fingerprint field, a unit in results and compare, an
+// export, a far end and a delivery client.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "kernels/tcp/peer.hpp"
+#include "probe/fingerprint.hpp"
+#include "probe/links.hpp"
+#include "tests/helpers.hpp"
+#include "tools/bringup/bundle.hpp"
+#include "tools/bringup/families.hpp"
+#include "tuner/family.hpp"
+#include "tuner/kernel.hpp"
+
+namespace acceltune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_cli;
+
+TEST(Families, EveryShippedSpaceHasAFamilyAndEveryFamilyShipsItsSpaces) {
+  int spaces = 0;
+  for (const auto& e : fs::directory_iterator(test::spaces_dir())) {
+    if (e.path().extension() != ".json") continue;
+    const Json j = Json::parse(test::read_file(e.path()));
+    const std::string kernel = j.value("kernel", "");
+    const FamilyInfo* f = family_of_kernel(kernel);
+    ASSERT_NE(f, nullptr) << e.path().filename() << ": kernel '" << kernel << "' belongs to no family";
+    const std::string name = e.path().stem().string();
+    EXPECT_NE(std::find(f->spaces.begin(), f->spaces.end(), name), f->spaces.end())
+        << name << " is shipped but its family does not list it";
+    ++spaces;
+  }
+  EXPECT_GE(spaces, 20);
+  for (const auto& [name, f] : families_in_order()) {
+    for (const auto& s : f->spaces) EXPECT_TRUE(fs::exists(test::spaces_dir() / (s + ".json"))) << name << ": " << s;
+  }
+  // Every kernel this build registers is a family's.
+  for (const auto& [kernel, info] : KernelRegistry::instance().entries()) {
+    if (info.listed) {
+      EXPECT_FALSE(family_name_of_kernel(kernel).empty()) << kernel;
+    }
+  }
+}
+
+TEST(Families, ATestFamilyFromItsOwnFolderReachesEveryPoint) {
+#if !ACCELTUNE_TEST_SEAMS
+  GTEST_SKIP() << "the test family is built only with ACCELTUNE_TEST_SEAMS";
+#endif
+  const FamilyInfo* echo = FamilyRegistry::instance().find("echo");
+  ASSERT_NE(echo, nullptr) << "kernels/echo registers no family";
+
+  // Bring-up's choice: hidden unless --only names it.
+  bringup::NodeFacts node;
+  const auto& listed = bringup::family_names();
+  EXPECT_EQ(std::find(listed.begin(), listed.end(), "echo"), listed.end());
+  auto all = bringup::pick_families(node, {}, {});
+  ASSERT_TRUE(all);
+  for (const auto& f : *all) EXPECT_NE(f.name, "echo");
+  auto only = bringup::pick_families(node, {"echo"}, {});
+  ASSERT_TRUE(only) << only.error().message;
+  const auto studies = bringup::studies_to_run(*only);
+  ASSERT_EQ(studies.size(), 1u);
+  EXPECT_EQ(studies[0].space, "echo");
+
+  // A whole bring-up of it: the search, the bundle file, the delivered figures through its client.
+  test::TempDir dir;
+  const fs::path bundle = dir / "bundle";
+  auto r = run_cli({"bringup", "--only", "echo", "--time-limit", "6s", "--out", bundle.string()}, {},
+                   "ACCELTUNE_TEST_ECHO_PROBE=40");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string env = test::read_file(bundle / "echo.env");
+  EXPECT_NE(env.find("ACCELTUNE_ECHO_CHUNK="), std::string::npos) << env;  // 16-byte copies lose to any larger chunk
+  EXPECT_NE(test::read_file(bundle / "acceltune.env").find("ACCELTUNE_ECHO_CHUNK="), std::string::npos);
+  const Json summary = Json::parse(test::read_file(bundle / "bringup.json"));
+  Json study;
+  for (const auto& f : summary["families"]) {
+    if (f["name"] == "echo") study = f["studies"].at(0);
+  }
+  ASSERT_TRUE(study.is_object()) << summary["families"].dump();
+  EXPECT_EQ(study["state"], "done");
+  EXPECT_EQ(study["efficiency"]["link_id"], "echo-wire");                // its link rule
+  EXPECT_EQ(study["bundle"]["state"], "measured") << study["bundle"].dump();  // the bundle read by its client
+  EXPECT_EQ(summary["fingerprint"]["fingerprint_fields"]["echo"]["wire_gbps"], 40);  // its fingerprint field
+  bool ceiling = false;
+  for (const auto& l : summary["links"]) ceiling = ceiling || (l["id"] == "echo-wire" && l["gbps"] == 40);
+  EXPECT_TRUE(ceiling) << summary["links"].dump();
+
+  // The unit in results and compare, and its own export, for its studies only.
+  const std::string study_dir = (bundle / study["dir"].get<std::string>()).string();
+  const Json best = Json::parse(test::read_file(fs::path(study_dir) / "best.json"));
+  EXPECT_EQ(best["unit"], "MB/s");
+  auto cmp = run_cli({"compare", study_dir, study_dir});
+  EXPECT_NE(cmp.out.find("MB/s"), std::string::npos) << cmp.out << cmp.err;
+  auto ex = run_cli({"export", study_dir, "--format", "echo-env"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_NE(ex.out.find("ACCELTUNE_ECHO_CHUNK="), std::string::npos) << ex.out;
+  EXPECT_TRUE(format_applies("echo-env", "echo"));
+  EXPECT_FALSE(format_applies("echo-env", "host-copy"));
+
+  // Its far end, through the control server.
+  auto server = PeerServer::start("127.0.0.1", 0, Json{{"insecure", true}});
+  ASSERT_TRUE(server) << server.error().message;
+  auto fd = connect_peer("127.0.0.1", (*server)->port(), std::nullopt, Json{{"kind", "echo"}, {"n", 7}}, 10);
+  ASSERT_TRUE(fd) << fd.error().message;
+  auto reply = recv_json_line(*fd, 10);
+  ::close(*fd);
+  ASSERT_TRUE(reply) << reply.error().message;
+  EXPECT_EQ((*reply)["echoed"], true);
+  EXPECT_EQ((*reply)["n"], 7);
+  for (const auto& h : echo->far_ends) EXPECT_NE(PeerHandlerRegistry::instance().find(h), nullptr) << h;
+}
+
+}  // namespace
+}  // namespace acceltune
