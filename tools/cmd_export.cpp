@@ -7,7 +7,7 @@ namespace acceltune::cli {
 namespace {
 
 int cmd_export(const std::string& dir, const std::string& format, const std::string& out_file) {
-  auto s = load_study(dir);
+  auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   // The env lines name the plan's per-size files in the study directory: they exist once exported.
   if (Status st = write_plan_files(s->best); !st) return fail(st.error());
