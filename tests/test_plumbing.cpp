@@ -1,7 +1,8 @@
-// The core's plumbing: whole-file writes.
+// The core's plumbing: whole-file writes, scoped environment variables.
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "tests/helpers.hpp"
 #include "tuner/atomic_file.hpp"
+#include "tuner/scoped_env.hpp"
 
 namespace acceltune {
 namespace {
@@ -85,6 +87,24 @@ TEST(AtomicFile, ConcurrentWritersLeaveOneWholeVersion) {
   ASSERT_EQ(text.size(), 4096u);
   EXPECT_EQ(text, std::string(4096, text[0]));
   EXPECT_EQ(names_in(t.path()), std::vector<std::string>{"plan.env"});
+}
+
+TEST(ScopedEnv, PutsBackWhatWasThere) {
+  ::setenv("ACCELTUNE_TEST_KEPT", "user", 1);
+  ::unsetenv("ACCELTUNE_TEST_NEW");
+  {
+    ScopedEnv one("ACCELTUNE_TEST_KEPT", std::nullopt);
+    EXPECT_EQ(std::getenv("ACCELTUNE_TEST_KEPT"), nullptr);
+    ScopedEnv env;
+    env.set("ACCELTUNE_TEST_KEPT", "a");
+    env.set("ACCELTUNE_TEST_KEPT", "b");  // twice: the first value comes back, not "a"
+    env.set("ACCELTUNE_TEST_NEW", "c");
+    EXPECT_STREQ(std::getenv("ACCELTUNE_TEST_KEPT"), "b");
+    EXPECT_STREQ(std::getenv("ACCELTUNE_TEST_NEW"), "c");
+  }
+  EXPECT_STREQ(std::getenv("ACCELTUNE_TEST_KEPT"), "user");
+  EXPECT_EQ(std::getenv("ACCELTUNE_TEST_NEW"), nullptr);
+  ::unsetenv("ACCELTUNE_TEST_KEPT");
 }
 
 }  // namespace
