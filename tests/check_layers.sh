@@ -13,10 +13,10 @@ if [ "${1:-}" = --self-test ]; then
   t=$(mktemp -d) && trap 'rm -rf "$t"' EXIT
   mkdir -p "$t"/{tuner,probe,search,kernels/tcp,results,tools}
   printf '#include "tuner/a.hpp"\n#include <vector>\n' >"$t/tuner/ok.cpp"
-  printf '#include "tuner/a.hpp"\n#include "probe/nvml.hpp"\n#include "kernels/tcp/peer.hpp"\n' >"$t/kernels/tcp/ok.cpp"
+  printf '#include "tuner/a.hpp"\n#include "probe/nvml.hpp"\n#include "kernels/shared/peer.hpp"\n' >"$t/kernels/tcp/ok.cpp"
   printf '#include "kernels/x.hpp"\n#include "search/x.hpp"\n#include "results/x.hpp"\n' >"$t/tools/ok.cpp"
   if ! "$0" "$t" >/dev/null; then echo "check_layers: refused a tree that keeps the layers"; exit 1; fi
-  printf '#include "kernels/tcp/peer.hpp"\n' >"$t/tuner/a.cpp"      # ground reaching up
+  printf '#include "kernels/shared/peer.hpp"\n' >"$t/tuner/a.cpp"      # ground reaching up
   printf '#include "search/gp.hpp"\n' >"$t/tuner/b.hpp"
   printf '#include "kernels/x.hpp"\n' >"$t/probe/c.cpp"           # probe above kernels
   printf '  #  include "results/x.hpp"\n' >"$t/search/d.cpp"      # siblings
