@@ -1,6 +1,5 @@
-// The definitions behind results/compare.hpp: studies read back from their directories, and the
-// comparison of studies of one space measured on different machines or hardware generations.
-#include "tuner/family.hpp"
+// The definitions behind results/compare.hpp: the comparison of studies of one space measured on
+// different machines or hardware generations.
 #include "results/compare.hpp"
 
 #include <algorithm>
@@ -9,7 +8,6 @@
 #include <set>
 
 #include "probe/links.hpp"
-#include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune {
@@ -131,36 +129,6 @@ std::string show_param_value(const Json& v, const std::string& unit) {
   if (v.is_null()) return "-";
   if (unit == "bytes" && v.is_number_integer() && v.get<int64_t>() > 0) return format_bytes(v.get<uint64_t>());
   return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-Expected<StudyData> load_study_dir(const std::string& dir) {
-  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", dir));
-  if (!store->has_study()) return input_error("{}: not a study directory (no study.json)", dir);
-  StudyData d;
-  d.dir = dir;
-  ACCELTUNE_TRY_ASSIGN(d.study, store->read_study());
-  if (!d.study.is_object() || !d.study.contains("space") || !d.study.contains("workload")) {
-    return input_error("{}/study.json: lacks 'space' or 'workload'; is this a study written by acceltune search?",
-                       dir);
-  }
-  ACCELTUNE_TRY_ASSIGN(d.space, Space::from_json(d.study["space"], dir + "/study.json", dir));
-  auto w = Workload::from_json(d.study["workload"]);
-  if (!w) return input_error("{}/study.json: {}", dir, w.error().message);
-  d.workload = std::move(w).value();
-  ACCELTUNE_TRY_ASSIGN(d.trials, load_trials(*store, d.space, &d.torn));
-  d.unit = unit_of(d.space);
-  auto best_json = store->read_best();
-  if (best_json) {
-    auto b = BestTable::from_json(*best_json);
-    if (!b) return input_error("{}/best.json: {}", dir, b.error().message);
-    d.best = std::move(b).value();
-    d.finished = true;
-    if (!d.best.unit.empty()) d.unit = d.best.unit;
-  } else {
-    d.best = compute_recommended_best(d.space, d.workload, d.trials, d.unit, d.study.value("seed", uint64_t{1}));
-  }
-  d.best.study = d.study;
-  return d;
 }
 
 const Trial* default_trial(const StudyData& s) {

@@ -1,6 +1,6 @@
-// Studies read back from their directories, and the comparison of studies of one space measured on
-// different machines or hardware generations: per message size each study's default and best
-// value, their gains, the gains of each study over the first, where the best configs differ, and
+// The comparison of studies of one space measured on different machines or hardware generations
+// (read back by results/study_dir.hpp): per message size each study's default and best value, their
+// gains, the gains of each study over the first, where the best configs differ, and
 // how the hardware fingerprints differ. Used by `acceltune compare`, `acceltune report` and tests.
 #pragma once
 
@@ -9,29 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/best.hpp"
-#include "tuner/space.hpp"
-#include "tuner/trial.hpp"
+#include "results/study_dir.hpp"
 
 namespace acceltune {
-
-// A study directory as a whole: the record, the space, the trials and the best table. A study
-// that is still running (or was stopped) has no best.json yet; its table is computed from the
-// trials read so far.
-struct StudyData {
-  std::string dir;
-  Json study = Json::object();  // study.json
-  Space space;
-  Workload workload;
-  std::vector<Trial> trials;
-  BestTable best;
-  bool finished = false;  // best.json was written
-  int torn = 0;           // a torn last line of trials.jsonl that was skipped
-  // The unit of the values: "GB/s" for transfers, the landscape's for replay.
-  std::string unit;
-};
-
-Expected<StudyData> load_study_dir(const std::string& dir);
 
 // The library-default trial (trial 0 normally), or null when it has not finished.
 const Trial* default_trial(const StudyData& s);

@@ -1,5 +1,5 @@
 // The study directory: study.json, trials.jsonl (one finished trial per line, appended and
-// fsynced per trial) and best.json (rewritten atomically).
+// fsynced per trial) and best.json (rewritten whole, tuner/atomic_file.hpp).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tuner/atomic_file.hpp"
 #include "tuner/store.hpp"
 
 namespace acceltune {
@@ -29,31 +30,6 @@ Status write_all(int fd, const std::string& data, const std::string& path) {
     }
     off += static_cast<size_t>(n);
   }
-  return {};
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-// Write to a temporary file, fsync, rename over the target: a reader sees the old or the new
-// file, never half of one.
-Status write_atomically(const fs::path& path, const std::string& data) {
-  const fs::path tmp = path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return runtime_error("{}: cannot write: {}", tmp.string(), std::strerror(errno));
-  Status st = write_all(fd, data, tmp.string());
-  if (st && ::fsync(fd) != 0) st = runtime_error("{}: fsync failed: {}", tmp.string(), std::strerror(errno));
-  ::close(fd);
-  if (!st) return st;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return runtime_error("{}: cannot rename into place: {}", path.string(), std::strerror(errno));
-  }
-  fsync_dir(path.parent_path());
   return {};
 }
 
@@ -158,7 +134,7 @@ class DirStore final : public ResultStore {
     int tfd = ::open(trials.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (tfd < 0) return runtime_error("{}: cannot create: {}", trials.string(), std::strerror(errno));
     ::close(tfd);
-    return write_atomically(dir_ / "study.json", study.dump(2) + "\n");
+    return write_file_atomically(dir_ / "study.json", study.dump(2) + "\n");
   }
 
   Expected<Json> read_study() const override { return read_json(dir_ / "study.json"); }
@@ -214,7 +190,7 @@ class DirStore final : public ResultStore {
     return {};
   }
 
-  Status write_best(const Json& best) override { return write_atomically(dir_ / "best.json", best.dump(2) + "\n"); }
+  Status write_best(const Json& best) override { return write_file_atomically(dir_ / "best.json", best.dump(2) + "\n"); }
 
   Expected<Json> read_best() const override {
     if (!fs::exists(dir_ / "best.json")) {

@@ -4,15 +4,12 @@
 #include "results/html_page.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
 #include "probe/fingerprint.hpp"
+#include "tuner/atomic_file.hpp"
 
 namespace acceltune {
 
@@ -164,19 +161,9 @@ std::string interval_text(double ratio, const std::optional<double>& low, const 
 }  // namespace html_page
 
 Status write_page(const std::string& path, const std::string& html) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return input_error("{}: cannot write the page: {}; choose another file", path, std::strerror(errno));
-    f << html;
-    if (!f.flush()) return runtime_error("{}: write failed: {}", path, std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return input_error("{}: cannot write the page: {}; choose another file", path, std::strerror(err));
-  }
-  return {};
+  Status st = write_file_atomically(path, html, {.what = "the page"});
+  if (!st && st.error().kind == ErrorKind::input) return input_error("{}; choose another file", st.error().message);
+  return st;
 }
 
 }  // namespace acceltune

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tuner/strategy.hpp"
+#include "tuner/rng.hpp"
 
 namespace acceltune {
 

@@ -26,7 +26,7 @@ if [ "${1:-}" = --self-test ]; then
   printf '#include "tuner/best.hpp"\n#include "tools/loader/x.hpp"\n' >"$t/tools/loader/ok.cpp"
   printf '#include "results/nccl_tuner_table.hpp"\n#include "tuner/regular_file.hpp"\n' >"$t/tools/nccl-plugin/ok.cpp"
   if ! "$0" "$t" >/dev/null; then echo "check_layers: refused a tree that keeps the layers"; "$0" "$t"; exit 1; fi
-  printf '#include "kernels/tcp/peer.hpp"\n' >"$t/tuner/a.cpp"      # ground reaching up
+  printf '#include "kernels/shared/peer.hpp"\n' >"$t/tuner/a.cpp"      # ground reaching up
   printf '#include "search/gp.hpp"\n' >"$t/tuner/b.hpp"
   printf '#include "kernels/x.hpp"\n' >"$t/probe/c.cpp"           # probe above kernels
   printf '  #  include "results/x.hpp"\n' >"$t/search/d.cpp"      # siblings

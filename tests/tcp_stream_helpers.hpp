@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/tcp/netns.hpp"
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 

@@ -202,6 +202,54 @@ TEST(Compare, StudyStillRunningIsComparedWithAWarning) {
   EXPECT_DOUBLE_EQ(*c->cells[1][1].best_vs_first, 1.2);
 }
 
+// One loader for every command: compare and report read the whole study, best, export, exec and
+// verify only what the best table needs, and both say what is wrong with the same sentence.
+TEST(StudyDir, OneLoaderReadsWhatEachCommandNeeds) {
+  TempDir t;
+  test::write_study(t / "a", study_a());
+  auto all = load_study_dir((t / "a").string());
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_TRUE(all->finished);
+  EXPECT_EQ(all->trials.size(), 3u);
+  EXPECT_EQ(all->best.dir, (t / "a").string());
+  EXPECT_EQ(all->best.study, all->study);
+  auto best = load_study_dir((t / "a").string(), StudyParts::best);
+  ASSERT_TRUE(best) << best.error().message;
+  EXPECT_TRUE(best->trials.empty());
+  EXPECT_EQ(best->best.to_json(), all->best.to_json());
+  EXPECT_EQ(best->best.dir, (t / "a").string());
+
+  // A space this build no longer reads: the best table still exports, the whole study does not load.
+  Json study = Json::parse(test::read_file(t / "a" / "study.json"));
+  study["space"]["params"][0]["kind"] = "no-such-kind";
+  test::write_file(t / "a" / "study.json", study.dump());
+  EXPECT_TRUE(load_study_dir((t / "a").string(), StudyParts::best));
+  EXPECT_FALSE(load_study_dir((t / "a").string()));
+
+  // Without best.json the table comes from the trials, and the command says so.
+  StudySpec running = study_b();
+  running.write_best = false;
+  test::write_study(t / "b", running);
+  auto r = run_cli({"best", (t / "b").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no best.json yet; computing it from trials.jsonl"), std::string::npos) << r.err;
+  // ... and a study.json without its workload is named, by every command.
+  study = Json::parse(test::read_file(t / "b" / "study.json"));
+  study.erase("workload");
+  test::write_file(t / "b" / "study.json", study.dump());
+  for (const char* command : {"best", "export", "report"}) {
+    std::vector<std::string> args = {command, (t / "b").string()};
+    if (std::string(command) == "export") args.insert(args.end(), {"--format", "env"});
+    if (std::string(command) == "report") args.insert(args.end(), {"--html", (t / "r.html").string()});
+    r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("study.json: lacks 'space' or 'workload'"), std::string::npos) << command << ": " << r.err;
+  }
+  r = run_cli({"best", (t / "none").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a study directory"), std::string::npos) << r.err;
+}
+
 TEST(Compare, FlattenedFieldsAndVolatileKeys) {
   Json fp = {{"cpu", {{"model", "X"}, {"mhz", 3000}}},
              {"nics", {{{"name", "eth0"}, {"speed_mbps", 100000}, {"temperature_c", 50}}}},

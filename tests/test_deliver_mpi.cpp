@@ -15,6 +15,7 @@
 
 #include "tests/helpers.hpp"
 #include "tuner/delivery.hpp"
+#include "tuner/scoped_env.hpp"
 
 namespace acceltune {
 namespace {
@@ -24,26 +25,6 @@ using test::TempDir;
 
 #define REQUIRE_MPIRUN() \
   if (!test::have_program("mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)"
-
-// Sets (or unsets, with nullopt) a variable of this process for the scope, as a user's shell would.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // study.json as a search writes it, reduced to what a delivery client reads.
 Json make_study(const std::string& operation, int ranks, const std::vector<uint64_t>& sizes = {4096, 65536}) {

@@ -14,6 +14,7 @@
 #include "kernels/tcp/netns.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/delivery.hpp"
+#include "tuner/scoped_env.hpp"
 
 namespace acceltune {
 namespace {
@@ -44,23 +45,6 @@ std::string read_line(const std::string& path) {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Sets a variable for one scope, then puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // ---------------- the job's environment ----------------
 

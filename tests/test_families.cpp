@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "probe/fingerprint.hpp"
 #include "probe/links.hpp"
 #include "tests/helpers.hpp"

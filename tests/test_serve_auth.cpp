@@ -20,7 +20,7 @@
 
 #include "kernels/gpu/nccl_control.hpp"
 #include "kernels/shared/control_auth.hpp"
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "tests/helpers.hpp"
 
 namespace acceltune {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/best.hpp"
 

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "results/study_dir.hpp"
 #include "tuner/best.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/trial.hpp"
@@ -64,11 +65,9 @@ std::vector<std::string> worker_command();
 
 Json search_defaults(const Space& space);
 
-struct LoadedStudy {
-  Json study;
-  BestTable best;
-};
-Expected<LoadedStudy> load_study(const std::string& dir);
+// A study for a command that uses its best table (results/study_dir.hpp's StudyParts::best), saying
+// on stderr when that table is computed from the trials because best.json is missing.
+Expected<StudyData> load_study_best(const std::string& dir);
 
 // A command adds its subcommand and options to the app and says what runs when it is chosen.
 struct CommandList {
@@ -89,10 +88,10 @@ void add_report_command(CLI::App& app, CommandList& list);
 void add_verify_command(CLI::App& app, CommandList& list);
 void add_bringup_command(CLI::App& app, CommandList& list);
 
-// Measures the delivered gain of a loaded study (tuner/verify.hpp), stores it in best.json and
-// prints certified and delivered side by side. Returns 0 when the plan pays, kExitNoLongerPays
+// Measures the delivered gain of a study's best table (tuner/verify.hpp), stores it in the study's
+// best.json and prints certified and delivered side by side. Returns 0 when the plan pays, kExitNoLongerPays
 // when a size is significantly slower than the defaults, 1 or 2 on failure.
-int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint);
+int verify_study(BestTable& b, int rounds, bool check_fingerprint);
 inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

@@ -12,7 +12,6 @@
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
 #include "probe/links.hpp"
-#include "tuner/store.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune::cli {
@@ -251,29 +250,12 @@ std::vector<std::string> worker_command() {
   return {exe ? *exe : running_program(), "__worker"};
 }
 
-Expected<LoadedStudy> load_study(const std::string& dir) {
-  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", dir));
-  if (!store->has_study()) return input_error("{}: not a study directory (no study.json)", dir);
-  ACCELTUNE_TRY_ASSIGN(Json study, store->read_study());
-  auto best_json = store->read_best();
-  if (best_json) {
-    auto b = BestTable::from_json(*best_json);
-    if (!b) return input_error("{}/best.json: {}", dir, b.error().message);
-    b->study = study;
-    b->dir = dir;
-    return LoadedStudy{std::move(study), std::move(*b)};
+Expected<StudyData> load_study_best(const std::string& dir) {
+  auto s = load_study_dir(dir, StudyParts::best);
+  if (s && !s->finished) {
+    std::fprintf(stderr, "acceltune: %s has no best.json yet; computing it from trials.jsonl\n", dir.c_str());
   }
-  // The study stopped before writing best.json (killed): rebuild the table from its trials.
-  std::fprintf(stderr, "acceltune: %s has no best.json yet; computing it from trials.jsonl\n", dir.c_str());
-  ACCELTUNE_TRY_ASSIGN(Space space, Space::from_json(study["space"], dir + "/study.json", dir));
-  ACCELTUNE_TRY_ASSIGN(Workload w, Workload::from_json(study["workload"]));
-  int torn = 0;
-  ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));
-  const std::string unit = unit_of(space);
-  BestTable b = compute_recommended_best(space, w, trials, unit, study.value("seed", uint64_t{1}));
-  b.study = study;
-  b.dir = dir;
-  return LoadedStudy{std::move(study), std::move(b)};
+  return s;
 }
 
 namespace {

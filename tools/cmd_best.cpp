@@ -5,7 +5,7 @@ namespace acceltune::cli {
 namespace {
 
 int cmd_best(const std::string& dir, bool as_json) {
-  auto s = load_study(dir);
+  auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   if (as_json) {
     std::printf("%s\n", s->best.to_json().dump(2).c_str());

@@ -19,6 +19,7 @@
 #include "tools/bringup/families.hpp"
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
+#include "tuner/atomic_file.hpp"
 #include "tuner/binary.hpp"
 #include "tuner/cancel.hpp"
 #include "probe/fingerprint.hpp"
@@ -61,25 +62,6 @@ std::vector<std::string> split_list(const std::string& s) {
     i = j + 1;
   }
   return out;
-}
-
-Status write_text(const fs::path& p, const std::string& text, bool executable = false) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return runtime_error("{}: cannot write", tmp.string());
-    f << text;
-    if (!f.flush()) return runtime_error("{}: write failed", tmp.string());
-  }
-  if (executable) {
-    std::error_code ec;
-    fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add, ec);
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) return runtime_error("{}: {}", p.string(), ec.message());
-  return {};
 }
 
 std::string read_text(const fs::path& p) {
@@ -134,7 +116,7 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
     Json def = Json::parse(read_text(path), nullptr, false);
     for (const auto& [k, v] : s.space_override.items()) def[k] = v;
     const fs::path copy = bundle / "spaces" / (s.space + ".json");
-    if (Status w = write_text(copy, def.dump(2) + "\n"); !w) {
+    if (Status w = write_file_atomically(copy, def.dump(2) + "\n"); !w) {
       r.state = "failed";
       r.why = w.error().message;
       return r;
@@ -191,8 +173,8 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   std::error_code ec;
   fs::create_directories(bundle / "logs", ec);
-  (void)write_text(bundle / "logs" / (s.space + ".log"),
-                   "$ " + argv_text(argv) + "\n" + res.out + (res.err.empty() ? "" : "\n--- stderr\n" + res.err));
+  (void)write_file_atomically(bundle / "logs" / (s.space + ".log"),
+                              "$ " + argv_text(argv) + "\n" + res.out + (res.err.empty() ? "" : "\n--- stderr\n" + res.err));
   if (res.exit_code == 0) {
     r.state = "done";
   } else if (forwarded || res.exit_code == 130 || res.exit_code == 143) {
@@ -342,7 +324,7 @@ int cmd_bringup(const BringupArgs& a) {
   const auto per_size = bringup::plan_files_text(*families, contributions, header);
   // Written before the merged measurement: the bundle's environment names them.
   for (const auto& [name, text] : per_size) {
-    if (Status w = write_text(bundle / name, text); !w) return fail(w.error());
+    if (Status w = write_file_atomically(bundle / name, text); !w) return fail(w.error());
   }
   bringup::MergeOptions mo;
   mo.rounds = a.verify_rounds;
@@ -352,10 +334,10 @@ int cmd_bringup(const BringupArgs& a) {
   const bringup::Bundle merged = bringup::merge_and_verify(contributions, mo);
   if (tty) std::fprintf(stderr, "\r\033[K");
 
-  Status st = write_text(bundle / "acceltune.env", bringup::env_file_text(merged, header));
-  if (st) st = write_text(bundle / "job.sh", bringup::job_script_text(merged), true);
+  Status st = write_file_atomically(bundle / "acceltune.env", bringup::env_file_text(merged, header));
+  if (st) st = write_file_atomically(bundle / "job.sh", bringup::job_script_text(merged), {.executable = true});
   for (const auto& f : bringup::merged_files_text(*families, data, merged, header)) {
-    if (st) st = write_text(bundle / f.name, f.text, f.script);
+    if (st) st = write_file_atomically(bundle / f.name, f.text, {.executable = f.script});
   }
   if (!st) return fail(st.error());
 
@@ -408,7 +390,7 @@ int cmd_bringup(const BringupArgs& a) {
   }
   summary["env"] = env;
   summary["notes"] = merged.notes;
-  if (Status w = write_text(bundle / "bringup.json", summary.dump(2) + "\n"); !w) return fail(w.error());
+  if (Status w = write_file_atomically(bundle / "bringup.json", summary.dump(2) + "\n"); !w) return fail(w.error());
   if (Status w = write_page((bundle / "report.html").string(), bringup_html(summary, data)); !w) return fail(w.error());
 
   // The terminal table.

@@ -23,13 +23,13 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
   std::error_code ec;
   BestTable b;
   if (fs::is_directory(path, ec)) {
-    ACCELTUNE_TRY_ASSIGN(LoadedStudy s, load_study(path));
+    ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_best(path));
     b = std::move(s.best);
   } else if (fs::path(path).extension() == ".json") {
     // A study's best.json: the study is the folder it lies in.
     const std::string dir = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
     if (fs::exists(fs::path(dir) / "study.json", ec)) {
-      ACCELTUNE_TRY_ASSIGN(LoadedStudy s, load_study(dir));
+      ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_best(dir));
       b = std::move(s.best);
     } else {
       std::ifstream in(path);

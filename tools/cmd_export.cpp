@@ -1,16 +1,13 @@
 // acceltune export: a study's best configuration in a library's format.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include "tools/cli.hpp"
+#include "tuner/atomic_file.hpp"
 #include "tuner/plan.hpp"
 
 namespace acceltune::cli {
 namespace {
 
 int cmd_export(const std::string& dir, const std::string& format, const std::string& out_file) {
-  auto s = load_study(dir);
+  auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   // The env lines name the plan's per-size files in the study directory: they exist once exported.
   if (Status st = write_plan_files(s->best); !st) return fail(st.error());
@@ -20,16 +17,7 @@ int cmd_export(const std::string& dir, const std::string& format, const std::str
     std::fwrite(text->data(), 1, text->size(), stdout);
     return 0;
   }
-  const std::string tmp = out_file + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return fail(input_error("{}: cannot write the export: {}", out_file, std::strerror(errno)));
-    f << *text;
-    if (!f.flush()) return fail(runtime_error("{}: write failed", out_file));
-  }
-  if (std::rename(tmp.c_str(), out_file.c_str()) != 0) {
-    return fail(runtime_error("{}: cannot write the export: {}", out_file, std::strerror(errno)));
-  }
+  if (Status st = write_file_atomically(out_file, *text, {.what = "the export"}); !st) return fail(st.error());
   return 0;
 }
 

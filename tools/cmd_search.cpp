@@ -203,17 +203,17 @@ int cmd_search(const SearchArgs& a) {
       DeliveryRegistry::instance().find(b.kernel)) {
     // The kernel's own processes and namespaces end first: the plain client makes its own.
     p.kernel.reset();
-    LoadedStudy ls{outcome->best.study, outcome->best};
+    BestTable verified = outcome->best;
     for (int pass = 0; pass < 3; ++pass) {
-      const int rc = verify_study(ls, a.verify_rounds, false);
+      const int rc = verify_study(verified, a.verify_rounds, false);
       if (rc != kExitNoLongerPays) {
         if (rc != 0) std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
                                   out.c_str());
         break;
       }
-      if (!apply_delivered_fallback(ls.best)) break;
+      if (!apply_delivered_fallback(verified)) break;
       std::printf("the plan changed after its delivered measurement; measuring it again\n");
-      if (Status w = write_plan_files(ls.best); !w) return fail(w.error());
+      if (Status w = write_plan_files(verified); !w) return fail(w.error());
     }
   }
   std::printf("study: %s\n", out.string().c_str());

@@ -1,5 +1,5 @@
 // acceltune serve: the far end of transfer kernels for studies run from another host with
-// --peer HOST:PORT. The kernels provide the service (kernels/tcp/peer.cpp); this file parses its
+// --peer HOST:PORT. The kernels provide the service (kernels/shared/peer.cpp); this file parses its
 // options: what clients must prove, where it listens, and what a client may ask of this side.
 #include <cstdlib>
 

@@ -20,11 +20,10 @@ std::string interval_text(double ratio, double low, double high) {
 
 }  // namespace
 
-int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
-  BestTable& b = s.best;
+int verify_study(BestTable& b, int rounds, bool check_fingerprint) {
   const Json now = probe_fingerprint(ProbeScope::identity);
   if (check_fingerprint) {
-    const Json stored = s.study.value("fingerprint", Json::object());
+    const Json stored = b.study.value("fingerprint", Json::object());
     const std::vector<std::string> drift = fingerprint_drift(stored, now);
     if (!drift.empty()) {
       std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),
@@ -75,12 +74,12 @@ int verify_study(LoadedStudy& s, int rounds, bool check_fingerprint) {
 namespace {
 
 int cmd_verify(const std::string& dir, int rounds) {
-  auto s = load_study(dir);
+  auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   install_cancel_handlers();
   auto guard = ProcessGuard::start();
   if (!guard) return fail(guard.error());
-  return verify_study(*s, rounds, true);
+  return verify_study(s->best, rounds, true);
 }
 
 }  // namespace

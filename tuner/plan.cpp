@@ -2,12 +2,12 @@
 #include "tuner/plan.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include "tuner/atomic_file.hpp"
 
 namespace acceltune {
 
@@ -248,16 +248,7 @@ Status write_plan_files(const BestTable& best) {
         if (now == text) continue;
       }
     }
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f) return runtime_error("{}: cannot write the plan's {} file: {}", path, format, std::strerror(errno));
-      f << text;
-      if (!f.flush()) return runtime_error("{}: write failed", tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return runtime_error("{}: cannot write the plan's {} file: {}", path, format, std::strerror(errno));
-    }
+    ACCELTUNE_TRY(write_file_atomically(path, text, {.what = fmt::format("the plan's {} file", format)}));
   }
   return {};
 }

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "tuner/cancel.hpp"
+#include "tuner/scoped_env.hpp"
 #include "tuner/study.hpp"
 #include "tuner/trace.hpp"
 

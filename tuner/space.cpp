@@ -12,7 +12,7 @@
 #include <muParser.h>
 
 #include "tuner/space_domain.hpp"
-#include "tuner/strategy.hpp"
+#include "tuner/rng.hpp"
 
 namespace acceltune {
 

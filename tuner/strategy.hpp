@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "tuner/registry.hpp"
+#include "tuner/rng.hpp"
 #include "tuner/trial.hpp"
 
 namespace acceltune {
@@ -46,28 +47,6 @@ using StrategyRegistry = Registry<StrategyInfo>;
 
 Expected<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const Space& space,
                                                   uint64_t seed);
-
-// splitmix64: a portable, seedable generator (std distributions differ between libraries,
-// and a study must replay identically from its stored seed).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), without modulo bias.
-  uint64_t below(uint64_t n);
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal();
-
- private:
-  uint64_t state_;
-};
-
-uint64_t hash_combine(uint64_t seed, std::string_view text);
 
 }  // namespace acceltune
 

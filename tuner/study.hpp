@@ -68,18 +68,4 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
 // Reads the trials of a stored study with its space (for `best`, `export`).
 Expected<std::vector<Trial>> load_trials(const ResultStore& store, const Space& space, int* torn);
 
-// Sets environment variables for the duration of a scope and restores them after.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv();
-  void set(const std::string& name, const std::string& value);
-  void unset(const std::string& name);
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
 }  // namespace acceltune

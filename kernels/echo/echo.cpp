@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "tuner/best.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/family.hpp"

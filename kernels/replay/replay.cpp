@@ -14,7 +14,7 @@
 
 #include "kernels/shared/csv.hpp"
 #include "tuner/kernel.hpp"
-#include "tuner/strategy.hpp"
+#include "tuner/rng.hpp"
 
 namespace acceltune {
 namespace {

@@ -14,7 +14,7 @@
 // acknowledgement has arrived. Receivers count what they got; after timing, one extra run has
 // the receiver compare each byte with the expected pattern at its offset.
 //
-// The far end is the "tcp-stream" handler of a control server (kernels/peer.hpp):
+// The far end is the "tcp-stream" handler of a control server (kernels/shared/peer.hpp):
 // - loopback (default): a server on threads of this process on 127.0.0.1; lo's MTU is not
 //   changed, so a space's mtu is held at its default;
 // - netns: two network namespaces this process creates and owns (kernels/netns.hpp), the

@@ -14,7 +14,7 @@
 
 #include "kernels/shared/team.hpp"
 #include "kernels/tcp/netns.hpp"
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "kernels/tcp/tcp_stream_io.hpp"
 #include "tuner/kernel.hpp"
 

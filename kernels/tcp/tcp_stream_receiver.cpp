@@ -1,4 +1,4 @@
-// tcp-stream's receiving side: the "tcp-stream" handler of a control server (kernels/tcp/peer.hpp),
+// tcp-stream's receiving side: the "tcp-stream" handler of a control server (kernels/shared/peer.hpp),
 // in `acceltune serve` or on threads of the kernel's own process. It answers the control ops
 // (setup, size, validate, bye; the protocol is in tcp_stream.cpp), accepts the data connections,
 // reads each stream on a thread of its own, acknowledges every run and, when armed, compares each
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "kernels/tcp/netns.hpp"
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "kernels/tcp/tcp_stream_io.hpp"
 
 namespace acceltune::tcp_stream {

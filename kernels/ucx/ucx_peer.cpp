@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "kernels/shared/control_auth.hpp"
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 #include "kernels/ucx/ucx.hpp"
 
 namespace acceltune::ucx {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/strategy.hpp"
+#include "tuner/rng.hpp"
 
 namespace acceltune::bench {
 namespace {

@@ -1,6 +1,6 @@
 // The control server of transfer kernels: in-process for loopback and netns, `acceltune serve`
 // for --peer. The socket helpers it uses are the families' (kernels/shared/socket_channel).
-#include "kernels/tcp/peer.hpp"
+#include "kernels/shared/peer.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
