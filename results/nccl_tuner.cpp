@@ -10,6 +10,7 @@
 
 #include "results/nccl_tuner_table.hpp"
 #include "tuner/best.hpp"
+#include "tuner/collectives.hpp"
 
 namespace acceltune {
 namespace {
@@ -48,10 +49,12 @@ Expected<std::string> study_collective(const BestTable& best) {
   }
   const int collective_no = nccl_table::collective_of(op);
   if (collective_no < 0) {
-    return input_error(
-        "space {}: operation '{}' is not a collective that NCCL asks a tuner about (allreduce, "
-        "allgather, reducescatter, broadcast, reduce)",
-        best.space, op);
+    std::string names;
+    for (const auto& row : collective_rows()) {
+      if (row.nccl_tuner_id >= 0) names += (names.empty() ? "" : ", ") + std::string(row.nccl_tuner_name);
+    }
+    return input_error("space {}: operation '{}' is not a collective that NCCL asks a tuner about ({})", best.space,
+                       op, names);
   }
   return std::string(nccl_table::collective_name(collective_no));
 }
