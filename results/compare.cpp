@@ -263,46 +263,51 @@ Json Comparison::to_json() const {
   return j;
 }
 
-Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
-  if (in.size() < 2) return input_error("compare needs at least two study directories");
-  Comparison c;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const StudyData& s = in[k];
-    CompareStudy cs;
-    cs.dir = s.dir;
-    cs.label = fmt::format("#{}", k + 1);
-    cs.space = s.space.name();
-    cs.kernel = s.workload.kernel;
-    cs.operation = s.workload.operation;
-    const Json fp = s.study.value("fingerprint", Json::object());
-    if (fp.is_object()) {
-      cs.fingerprint_id = fp_string(fp, "id");
-      cs.host = fp_string(fp, "host");
-      const Json cpu = fp.value("cpu", Json::object());
-      if (cpu.is_object()) {
-        cs.cpu_model = cpu.value("model", "");
-        cs.logical_cores = cpu.value("logical_cores", int64_t{0});
-        cs.usable_cores = cpu.value("usable_cores", cs.logical_cores);
-      }
-    }
-    cs.trials = static_cast<int64_t>(s.trials.size());
-    cs.trials_ok = static_cast<int64_t>(
-        std::count_if(s.trials.begin(), s.trials.end(), [](const Trial& t) { return t.state == State::ok; }));
-    cs.certified = s.best.certified;
-    cs.finished = s.finished;
-    cs.created_at = s.study.value("created_at", "");
-    cs.delivery_state = s.best.delivery.state;
-    cs.delivery_why = s.best.delivery.why;
-    cs.delivery_client = s.best.delivery.client;
-    const Efficiency e = efficiency_of(s.study, s.best);
-    cs.efficiency = e.to_json();
-    cs.efficiency_text = e.short_text();
-    c.studies.push_back(std::move(cs));
-  }
-  const StudyData& first = in[0];
-  const std::string first_label = c.studies[0].label;
+namespace {
 
-  // Refusals: what makes a side-by-side meaningless.
+// What the side-by-side shows of one study: where it ran, how far it got, what it delivered.
+CompareStudy describe_study(const StudyData& s, size_t k) {
+  CompareStudy cs;
+  cs.dir = s.dir;
+  cs.label = fmt::format("#{}", k + 1);
+  cs.space = s.space.name();
+  cs.kernel = s.workload.kernel;
+  cs.operation = s.workload.operation;
+  const Json fp = s.study.value("fingerprint", Json::object());
+  if (fp.is_object()) {
+    cs.fingerprint_id = fp_string(fp, "id");
+    cs.host = fp_string(fp, "host");
+    const Json cpu = fp.value("cpu", Json::object());
+    if (cpu.is_object()) {
+      cs.cpu_model = cpu.value("model", "");
+      cs.logical_cores = cpu.value("logical_cores", int64_t{0});
+      cs.usable_cores = cpu.value("usable_cores", cs.logical_cores);
+    }
+  }
+  cs.trials = static_cast<int64_t>(s.trials.size());
+  cs.trials_ok = static_cast<int64_t>(
+      std::count_if(s.trials.begin(), s.trials.end(), [](const Trial& t) { return t.state == State::ok; }));
+  cs.certified = s.best.certified;
+  cs.finished = s.finished;
+  cs.created_at = s.study.value("created_at", "");
+  cs.delivery_state = s.best.delivery.state;
+  cs.delivery_why = s.best.delivery.why;
+  cs.delivery_client = s.best.delivery.client;
+  const Efficiency e = efficiency_of(s.study, s.best);
+  cs.efficiency = e.to_json();
+  cs.efficiency_text = e.short_text();
+  return cs;
+}
+
+bool has_size(const StudyData& s, uint64_t bytes) {
+  const auto& sz = s.workload.sizes;
+  return std::find(sz.begin(), sz.end(), bytes) != sz.end();
+}
+
+// The sizes every study measured, ascending; refused where a side-by-side is meaningless (other
+// kernels, no size in common).
+Expected<std::vector<uint64_t>> comparable_sizes(const std::vector<StudyData>& in) {
+  const StudyData& first = in[0];
   for (size_t k = 1; k < in.size(); ++k) {
     if (in[k].workload.kernel != first.workload.kernel) {
       return input_error("{} measures kernel '{}' but {} measures kernel '{}'; compare studies of the same kernel",
@@ -313,8 +318,7 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
   for (size_t k = 1; k < in.size(); ++k) {
     std::vector<uint64_t> keep;
     for (uint64_t b : common) {
-      const auto& sz = in[k].workload.sizes;
-      if (std::find(sz.begin(), sz.end(), b) != sz.end()) keep.push_back(b);
+      if (has_size(in[k], b)) keep.push_back(b);
     }
     common = std::move(keep);
   }
@@ -325,9 +329,19 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
                        join(parts, ", "));
   }
   std::sort(common.begin(), common.end());
-  c.sizes = common;
+  return common;
+}
 
-  // Warnings: comparable, with care.
+std::string unfinished_warning(const std::string& label, const std::string& dir) {
+  return fmt::format("{} ({}) has no best.json: it is still running or was stopped; its table is computed from "
+                     "the trials so far",
+                     label, dir);
+}
+
+// Comparable, with care: what differs between the first study and each other one.
+void warn_differences(const std::vector<StudyData>& in, Comparison& c) {
+  const StudyData& first = in[0];
+  const std::string first_label = c.studies[0].label;
   for (size_t k = 1; k < in.size(); ++k) {
     const StudyData& s = in[k];
     const std::string& lab = c.studies[k].label;
@@ -353,25 +367,20 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
     if (!mdiff.empty()) {
       c.warnings.push_back(fmt::format("different measurement settings ({} vs {}: {})", first_label, lab, mdiff));
     }
-    if (!s.finished) {
-      c.warnings.push_back(fmt::format("{} ({}) has no best.json: it is still running or was stopped; its "
-                                       "table is computed from the trials so far",
-                                       lab, s.dir));
-    }
+    if (!s.finished) c.warnings.push_back(unfinished_warning(lab, s.dir));
   }
-  if (!first.finished) {
-    c.warnings.push_back(fmt::format("{} ({}) has no best.json: it is still running or was stopped; its table is "
-                                     "computed from the trials so far",
-                                     first_label, first.dir));
-  }
+  if (!first.finished) c.warnings.push_back(unfinished_warning(first_label, first.dir));
+}
+
+// The sizes only some of the studies measured, each with the studies that did, and a warning.
+void note_other_sizes(const std::vector<StudyData>& in, Comparison& c) {
   std::set<uint64_t> all_sizes;
   for (const auto& s : in) all_sizes.insert(s.workload.sizes.begin(), s.workload.sizes.end());
   for (uint64_t b : all_sizes) {
-    if (std::find(common.begin(), common.end(), b) != common.end()) continue;
+    if (std::find(c.sizes.begin(), c.sizes.end(), b) != c.sizes.end()) continue;
     std::vector<std::string> labels;
     for (size_t k = 0; k < in.size(); ++k) {
-      const auto& sz = in[k].workload.sizes;
-      if (std::find(sz.begin(), sz.end(), b) != sz.end()) labels.push_back(c.studies[k].label);
+      if (has_size(in[k], b)) labels.push_back(c.studies[k].label);
     }
     c.other_sizes.emplace_back(b, labels);
   }
@@ -379,78 +388,90 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
     std::vector<std::string> parts;
     for (const auto& [b, labels] : c.other_sizes) parts.push_back(fmt::format("{} (only {})", format_bytes(b), join(labels, ", ")));
     c.warnings.push_back(fmt::format("the studies measured different sizes: compared at {}; not compared: {}",
-                                     sizes_text(common), join(parts, ", ")));
+                                     sizes_text(c.sizes), join(parts, ", ")));
   }
-  c.unit = first.unit;
+}
 
-  // The numbers, size by size.
-  for (uint64_t bytes : common) {
-    std::vector<CompareCell> row;
-    for (const auto& s : in) {
-      CompareCell cell;
-      const SizeBest* sb = nullptr;
-      for (const auto& e : s.best.sizes) {
-        if (e.bytes == bytes) sb = &e;
-      }
-      if (const Trial* d = default_trial(s)) {
-        const Measurement* m = d->at_size(bytes);
-        if (m && m->state == State::ok) {
-          cell.default_value = finite(m->value);
-          cell.default_p10 = finite(m->value_p10);
-          cell.default_p90 = finite(m->value_p90);
-        }
-      }
-      if (sb) {
-        if (!cell.default_value && sb->default_value) cell.default_value = sb->default_value;
-        if (sb->best_trial) {
-          cell.best_trial = sb->best_trial;
-          cell.best_value = finite(sb->best_value);
-          cell.best_p10 = finite(sb->best_p10);
-          cell.best_p90 = finite(sb->best_p90);
-          cell.best_config = sb->best_config;
-        }
-        cell.certified = sb->certified;
-        cell.significant = sb->significant;
-        cell.certified_ratio = sb->certified_ratio;
-        cell.ci_low = sb->ci_low;
-        cell.ci_high = sb->ci_high;
-        cell.delivered = sb->delivered;
-      }
-      if (cell.best_value && cell.default_value && *cell.default_value > 0) {
-        cell.gain = *cell.best_value / *cell.default_value;
-      }
-      row.push_back(std::move(cell));
+// One study at one size: its default (the measured trial first, else its best table's), its best,
+// certified and delivered figures.
+CompareCell cell_at(const StudyData& s, uint64_t bytes) {
+  CompareCell cell;
+  const SizeBest* sb = nullptr;
+  for (const auto& e : s.best.sizes) {
+    if (e.bytes == bytes) sb = &e;
+  }
+  if (const Trial* d = default_trial(s)) {
+    const Measurement* m = d->at_size(bytes);
+    if (m && m->state == State::ok) {
+      cell.default_value = finite(m->value);
+      cell.default_p10 = finite(m->value_p10);
+      cell.default_p90 = finite(m->value_p90);
     }
-    for (size_t k = 1; k < row.size(); ++k) {
-      if (row[k].best_value && row[0].best_value && *row[0].best_value > 0) {
-        row[k].best_vs_first = *row[k].best_value / *row[0].best_value;
-      }
-      if (row[k].default_value && row[0].default_value && *row[0].default_value > 0) {
-        row[k].default_vs_first = *row[k].default_value / *row[0].default_value;
-      }
+  }
+  if (sb) {
+    if (!cell.default_value && sb->default_value) cell.default_value = sb->default_value;
+    if (sb->best_trial) {
+      cell.best_trial = sb->best_trial;
+      cell.best_value = finite(sb->best_value);
+      cell.best_p10 = finite(sb->best_p10);
+      cell.best_p90 = finite(sb->best_p90);
+      cell.best_config = sb->best_config;
     }
-    // Where the best configs differ, param by param (params of any of the studies).
-    std::vector<std::string> params;
+    cell.certified = sb->certified;
+    cell.significant = sb->significant;
+    cell.certified_ratio = sb->certified_ratio;
+    cell.ci_low = sb->ci_low;
+    cell.ci_high = sb->ci_high;
+    cell.delivered = sb->delivered;
+  }
+  if (cell.best_value && cell.default_value && *cell.default_value > 0) {
+    cell.gain = *cell.best_value / *cell.default_value;
+  }
+  return cell;
+}
+
+// Each study's best and default against the first study's, at one size.
+void relate_to_first(std::vector<CompareCell>& row) {
+  for (size_t k = 1; k < row.size(); ++k) {
+    if (row[k].best_value && row[0].best_value && *row[0].best_value > 0) {
+      row[k].best_vs_first = *row[k].best_value / *row[0].best_value;
+    }
+    if (row[k].default_value && row[0].default_value && *row[0].default_value > 0) {
+      row[k].default_vs_first = *row[k].default_value / *row[0].default_value;
+    }
+  }
+}
+
+// Where the best configs differ at one size, param by param (params of any of the studies).
+void add_config_differences(uint64_t bytes, const std::vector<CompareCell>& row,
+                            std::vector<ConfigDifference>& out) {
+  std::vector<std::string> params;
+  for (const auto& cell : row) {
+    for (const auto& [k, v] : cell.best_config.items()) {
+      if (std::find(params.begin(), params.end(), k) == params.end()) params.push_back(k);
+    }
+  }
+  for (const auto& p : params) {
+    ConfigDifference d;
+    d.bytes = bytes;
+    d.param = p;
+    bool differ = false;
     for (const auto& cell : row) {
-      for (const auto& [k, v] : cell.best_config.items()) {
-        if (std::find(params.begin(), params.end(), k) == params.end()) params.push_back(k);
-      }
+      d.values.push_back(cell.best_config.contains(p) ? cell.best_config[p] : Json(nullptr));
+      if (d.values.back() != d.values.front()) differ = true;
     }
-    for (const auto& p : params) {
-      ConfigDifference d;
-      d.bytes = bytes;
-      d.param = p;
-      bool differ = false;
-      for (const auto& cell : row) {
-        d.values.push_back(cell.best_config.contains(p) ? cell.best_config[p] : Json(nullptr));
-        if (d.values.back() != d.values.front()) differ = true;
-      }
-      if (differ) c.config_differences.push_back(std::move(d));
-    }
-    c.cells.push_back(std::move(row));
+    if (differ) out.push_back(std::move(d));
   }
+}
 
-  // Fingerprints: the subset the ids hash when every study has it, else the whole probe.
+Json whole_fingerprint(const StudyData& s) {
+  Json fp = s.study.value("fingerprint", Json::object());
+  return strip_volatile(fp.is_object() ? fp : Json::object());
+}
+
+// Fingerprints: the subset the ids hash when every study has it, else the whole probe; with the
+// subset, the differences outside it apart.
+void compare_fingerprints(const std::vector<StudyData>& in, Comparison& c) {
   std::vector<Json> fps;
   bool all_subset = true;
   for (const auto& s : in) {
@@ -460,25 +481,39 @@ Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
   }
   if (!all_subset) {
     fps.clear();
-    for (const auto& s : in) {
-      Json fp = s.study.value("fingerprint", Json::object());
-      fps.push_back(strip_volatile(fp.is_object() ? fp : Json::object()));
-    }
+    for (const auto& s : in) fps.push_back(whole_fingerprint(s));
   }
   c.fingerprint_subset = all_subset;
   c.fingerprint_differences = field_differences(fps);
   if (all_subset) {
     std::vector<Json> whole;
-    for (const auto& s : in) {
-      Json fp = s.study.value("fingerprint", Json::object());
-      whole.push_back(strip_volatile(fp.is_object() ? fp : Json::object()));
-    }
+    for (const auto& s : in) whole.push_back(whole_fingerprint(s));
     std::set<std::string> hashed;
     for (const auto& d : c.fingerprint_differences) hashed.insert(d.field);
     for (auto& d : field_differences(whole)) {
       if (!hashed.count(d.field)) c.other_fingerprint_differences.push_back(std::move(d));
     }
   }
+}
+
+}  // namespace
+
+Expected<Comparison> compare_studies(const std::vector<StudyData>& in) {
+  if (in.size() < 2) return input_error("compare needs at least two study directories");
+  Comparison c;
+  for (size_t k = 0; k < in.size(); ++k) c.studies.push_back(describe_study(in[k], k));
+  ACCELTUNE_TRY_ASSIGN(c.sizes, comparable_sizes(in));
+  warn_differences(in, c);
+  note_other_sizes(in, c);
+  c.unit = in[0].unit;
+  for (uint64_t bytes : c.sizes) {
+    std::vector<CompareCell> row;
+    for (const auto& s : in) row.push_back(cell_at(s, bytes));
+    relate_to_first(row);
+    add_config_differences(bytes, row, c.config_differences);
+    c.cells.push_back(std::move(row));
+  }
+  compare_fingerprints(in, c);
   return c;
 }
 

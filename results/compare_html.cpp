@@ -15,11 +15,12 @@ namespace acceltune {
 
 using namespace html_page;
 
-std::string compare_html(const Comparison& c, const std::vector<StudyData>& studies) {
-  std::string title = "acceltune compare:";
-  for (const auto& s : c.studies) title += " " + s.space;
-  std::string o = page_start(title);
-  o += "<h1>acceltune compare</h1>\n<section id=\"studies\">\n<h2>Studies</h2>\n<table>\n";
+namespace {
+
+// The studies, one row each, and the warnings that say how comparable they are.
+std::string studies_section(const Comparison& c, const std::vector<StudyData>& studies) {
+  std::string o;
+  o += "<section id=\"studies\">\n<h2>Studies</h2>\n<table>\n";
   o += "<tr><th>study</th><th>directory</th><th>space</th><th>kernel</th><th>fingerprint</th><th>trials</th>"
        "<th>certified</th><th>created (UTC)</th></tr>\n";
   for (size_t k = 0; k < c.studies.size(); ++k) {
@@ -37,9 +38,12 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     for (const auto& w : c.warnings) o += fmt::format("<p class=\"warn\">warning: {}</p>\n", h(w));
     o += "</section>\n";
   }
+  return o;
+}
 
-  // Values per size, one column group per study.
-  o += "<section id=\"values\">\n<h2>Per message size</h2>\n<table>\n<tr><th rowspan=\"2\">size</th>";
+// Values per size, one column group per study.
+std::string values_table(const Comparison& c) {
+  std::string o = "<table>\n<tr><th rowspan=\"2\">size</th>";
   for (size_t k = 0; k < c.studies.size(); ++k) {
     o += fmt::format("<th colspan=\"{}\">{}</th>", k == 0 ? 5 : 7, h(c.studies[k].label));
   }
@@ -80,6 +84,12 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
        "config the search recommends at each size); search gain is their ratio, from the search alone; certified is "
        "the interleaved re-measurement's gain with its 95% interval, when the study was certified; delivered is the "
        "export loaded the way a job loads it, interleaved with the defaults, when that was measured.</p>\n";
+  return o;
+}
+
+// Each study against its own link ceiling, what was not delivered and what was not compared.
+std::string ceilings_and_gaps(const Comparison& c) {
+  std::string o;
   o += fmt::format("<h3>Against each study's own link ceiling</h3>\n<p class=\"note\">Each study's best certified figure "
                    "over the ceiling of the link it crossed on its own machine ({}), so two hardware generations are "
                    "judged by their own links, not only against each other.</p>\n<table>\n<tr><th>study</th>"
@@ -109,9 +119,17 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     }
     o += "</p>\n";
   }
-  o += "</section>\n";
+  return o;
+}
 
-  // The plot.
+std::string values_section(const Comparison& c) {
+  return "<section id=\"values\">\n<h2>Per message size</h2>\n" + values_table(c) + ceilings_and_gaps(c) +
+         "</section>\n";
+}
+
+// One plot of every study's default and recommended value.
+std::string plot_section(const Comparison& c) {
+  std::string o;
   svg::Chart chart;
   chart.title = "default and recommended value versus message size";
   chart.x = size_axis(c.sizes);
@@ -145,8 +163,12 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
                    "gains are in the table above). Error bars span p10 to p90 of the samples of each measurement. "
                    "Value axis {}.</figcaption>\n</figure>\n</section>\n",
                    chart.y.scale == svg::Scale::log10 ? "logarithmic" : "linear");
+  return o;
+}
 
-  // Where the best configs differ.
+// Where the best configs differ, each value in its param's unit.
+std::string configs_section(const Comparison& c, const std::vector<StudyData>& studies) {
+  std::string o;
   std::map<std::string, std::string> units;
   for (const auto& s : studies) {
     for (const auto& p : s.space.params()) units.emplace(p.name, p.unit);
@@ -169,7 +191,12 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     o += "</table>\n";
   }
   o += "</section>\n";
+  return o;
+}
 
+// How the fingerprints differ: the hashed fields, then the others.
+std::string fingerprints_section(const Comparison& c) {
+  std::string o;
   o += fmt::format("<section id=\"fingerprints\">\n<h2>How the fingerprints differ</h2>\n<p class=\"note\">Compared: "
                    "{}.</p>\n",
                    c.fingerprint_subset ? "the fields each probe's id hashes (fingerprint_fields)"
@@ -196,6 +223,21 @@ std::string compare_html(const Comparison& c, const std::vector<StudyData>& stud
     o += field_table(c.other_fingerprint_differences);
   }
   o += "</section>\n";
+  return o;
+}
+
+}  // namespace
+
+std::string compare_html(const Comparison& c, const std::vector<StudyData>& studies) {
+  std::string title = "acceltune compare:";
+  for (const auto& s : c.studies) title += " " + s.space;
+  std::string o = page_start(title);
+  o += "<h1>acceltune compare</h1>\n";
+  o += studies_section(c, studies);
+  o += values_section(c);
+  o += plot_section(c);
+  o += configs_section(c, studies);
+  o += fingerprints_section(c);
   return o + page_end();
 }
 

@@ -3,44 +3,44 @@
 // are conditions ("collective=allreduce", "comm_type=intra", "comm_size<=N", "avg_msg_size<=N",
 // "total_msg_size<=N", "...=any" as the last branch) and whose leaves are
 // {"algorithm=MPIR_<Coll>_intra_<name>": {}}. The collective and its algorithm come from the
-// space's MPIR_CVAR_<COLL>_INTRA_ALGORITHM params; the message ranges are the best-per-size
-// table's. MPICH measures allreduce and bcast by the per-rank buffer (avg_msg_size) and the
-// gathering and scattering collectives by the total (total_msg_size), as acceltune's sizes do.
+// space's MPIR_CVAR_<COLL>_INTRA_ALGORITHM params (MPICH's names are the rows' of
+// tuner/collectives.hpp); the message ranges are the best-per-size table's. MPICH measures
+// allreduce and bcast by the per-rank buffer (avg_msg_size) and the gathering and scattering
+// collectives by the total (total_msg_size), as acceltune's sizes do.
 #include <cctype>
 #include <map>
 
 #include "tuner/best.hpp"
+#include "tuner/collectives.hpp"
 
 namespace acceltune {
 namespace {
 
-struct MpichCollective {
-  const char* cvar;      // MPIR_CVAR_<this>_INTRA_ALGORITHM
-  const char* name;      // collective=<name>
-  const char* function;  // MPIR_<function>_intra_<algorithm>
-  const char* size_key;  // avg_msg_size or total_msg_size
-};
+// The collectives a selection file chooses for: the rows with an MPICH algorithm variable.
+std::vector<const CollectiveRow*> selectable_collectives() {
+  std::vector<const CollectiveRow*> out;
+  for (const auto& row : collective_rows()) {
+    if (!row.mpich_cvar.empty()) out.push_back(&row);
+  }
+  return out;
+}
 
-const MpichCollective kCollectives[] = {
-    {"ALLREDUCE", "allreduce", "Allreduce", "avg_msg_size"},
-    {"BCAST", "bcast", "Bcast", "avg_msg_size"},
-    {"ALLGATHER", "allgather", "Allgather", "total_msg_size"},
-    {"ALLTOALL", "alltoall", "Alltoall", "total_msg_size"},
-    {"REDUCE_SCATTER", "reduce_scatter", "Reduce_scatter", "total_msg_size"},
-};
+std::string algorithm_variable(const CollectiveRow& c) {
+  return fmt::format("MPIR_CVAR_{}_INTRA_ALGORITHM", c.mpich_cvar);
+}
 
 Expected<std::string> emit_mpich_json(const BestTable& best) {
-  const MpichCollective* coll = nullptr;
+  const CollectiveRow* coll = nullptr;
   std::string param;
   for (const auto& [p, var] : best.env) {
-    for (const auto& c : kCollectives) {
-      if (var == fmt::format("MPIR_CVAR_{}_INTRA_ALGORITHM", c.cvar)) {
+    for (const CollectiveRow* c : selectable_collectives()) {
+      if (var == algorithm_variable(*c)) {
         if (coll) {
           return input_error("space {}: params '{}' and '{}' both choose an MPICH algorithm; a selection file is "
                              "exported for one collective per study",
                              best.space, param, p);
         }
-        coll = &c;
+        coll = c;
         param = p;
       }
     }
@@ -66,9 +66,9 @@ Expected<std::string> emit_mpich_json(const BestTable& best) {
     }
     for (char& ch : alg) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     const std::string key = i + 1 == best.ranges.size() || r.max_bytes == UINT64_MAX
-                                ? fmt::format("{}=any", coll->size_key)
-                                : fmt::format("{}<={}", coll->size_key, r.max_bytes);
-    branches[key] = Json{{fmt::format("algorithm=MPIR_{}_intra_{}", coll->function, alg), Json::object()}};
+                                ? fmt::format("{}=any", coll->mpich_size_key)
+                                : fmt::format("{}<={}", coll->mpich_size_key, r.max_bytes);
+    branches[key] = Json{{fmt::format("algorithm=MPIR_{}_intra_{}", coll->mpich_function, alg), Json::object()}};
     order.push_back(key);
   }
   // Branches are tried in file order and the "any" branch must come last; nlohmann's object
@@ -79,13 +79,13 @@ Expected<std::string> emit_mpich_json(const BestTable& best) {
                          i + 1 < order.size() ? "," : "");
   }
   return fmt::format("{{\n  {}: {{\n    \"comm_type=intra\": {{\n      \"comm_size=any\": {{\n{}      }}\n    }}\n  }}\n}}\n",
-                     Json(fmt::format("collective={}", coll->name)).dump(), inner);
+                     Json(fmt::format("collective={}", coll->mpi_name)).dump(), inner);
 }
 
 // MPICH's algorithm of a collective, per message size range.
 std::optional<Scope> mpich_json_carries(const ParamRef& p) {
-  for (const auto& c : kCollectives) {
-    if (p.env == fmt::format("MPIR_CVAR_{}_INTRA_ALGORITHM", c.cvar)) return Scope::per_size;
+  for (const CollectiveRow* c : selectable_collectives()) {
+    if (p.env == algorithm_variable(*c)) return Scope::per_size;
   }
   return std::nullopt;
 }

@@ -11,6 +11,7 @@
 #include "tuner/family.hpp"
 #include "results/nccl_tuner_table.hpp"
 #include "tuner/best.hpp"
+#include "tuner/collectives.hpp"
 
 namespace acceltune {
 namespace {
@@ -36,14 +37,11 @@ struct Columns {
   std::string algorithm, protocol, channels, chunk;  // param names; empty when not tuned
 };
 
-Expected<std::string> emit_nccl_tuner(const BestTable& best) {
-  if (best.trials_ok == 0) {
-    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
-  }
+// The collective NCCL names the study's operation by, or why the study has none.
+Expected<std::string> study_collective(const BestTable& best) {
   const Json& study = best.study;
-  const Json space = study.value("space", Json::object());
   std::string op = study.contains("workload") ? study["workload"].value("operation", "") : "";
-  if (op.empty()) op = space.value("operation", "");
+  if (op.empty()) op = study.value("space", Json::object()).value("operation", "");
   if (op.empty()) {
     return input_error(
         "space {}: the nccl-tuner export needs the study's collective (study.json workload "
@@ -51,13 +49,19 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
         best.space);
   }
   const int collective_no = nccl_table::collective_of(op);
-  const std::string collective = nccl_table::collective_name(collective_no);
   if (collective_no < 0) {
-    return input_error(
-        "space {}: operation '{}' is not a collective that NCCL asks a tuner about (allreduce, "
-        "allgather, reducescatter, broadcast, reduce)",
-        best.space, op);
+    std::string names;
+    for (const auto& row : collective_rows()) {
+      if (row.nccl_tuner_id >= 0) names += (names.empty() ? "" : ", ") + std::string(row.nccl_tuner_name);
+    }
+    return input_error("space {}: operation '{}' is not a collective that NCCL asks a tuner about ({})", best.space,
+                       op, names);
   }
+  return std::string(nccl_table::collective_name(collective_no));
+}
+
+// Which params fill the table's tuned columns; refused when none does.
+Expected<Columns> tuned_columns(const BestTable& best) {
   Columns col;
   for (const auto& [param, var] : best.env) {
     if (var == "NCCL_ALGO") col.algorithm = param;
@@ -72,45 +76,52 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
         "named channels or chunk_size: there is nothing for an NCCL tuner table",
         best.space);
   }
+  return col;
+}
 
-  auto text_of = [&](const Json& config, const std::string& param, bool* any) -> Expected<std::string> {
-    if (param.empty() || !config.contains(param) || leaves_choice(config[param])) return std::string("-1");
-    const Json& v = config[param];
-    *any = true;
-    if (param == col.algorithm || param == col.protocol) {
-      const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-      const int n = param == col.algorithm ? nccl_table::algorithm_of(s) : nccl_table::protocol_of(s);
-      const std::string c = param == col.algorithm ? nccl_table::algorithm_name(n) : nccl_table::protocol_name(n);
-      if (n < 0) {
-        return input_error(
-            "space {}: param '{}' holds {} '{}', which NCCL does not name (NCCL_{} takes {}); a tuner "
-            "table needs one {} per config",
-            best.space, param, param == col.algorithm ? "algorithm" : "protocol", s,
-            param == col.algorithm ? "ALGO" : "PROTO",
-            param == col.algorithm ? "Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT"
-                                   : "LL, LL128, Simple",
-            param == col.algorithm ? "algorithm" : "protocol");
-      }
-      return c;
+// One tuned column of a range's row: NCCL's name for an algorithm or protocol, a positive count,
+// or -1 where the config leaves the choice to NCCL (`any` is set otherwise).
+Expected<std::string> cell_text(const BestTable& best, const Columns& col, const Json& config,
+                                const std::string& param, bool* any) {
+  if (param.empty() || !config.contains(param) || leaves_choice(config[param])) return std::string("-1");
+  const Json& v = config[param];
+  *any = true;
+  if (param == col.algorithm || param == col.protocol) {
+    const bool algorithm = param == col.algorithm;
+    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    const int n = algorithm ? nccl_table::algorithm_of(s) : nccl_table::protocol_of(s);
+    if (n < 0) {
+      return input_error(
+          "space {}: param '{}' holds {} '{}', which NCCL does not name (NCCL_{} takes {}); a tuner "
+          "table needs one {} per config",
+          best.space, param, algorithm ? "algorithm" : "protocol", s, algorithm ? "ALGO" : "PROTO",
+          algorithm ? "Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT" : "LL, LL128, Simple",
+          algorithm ? "algorithm" : "protocol");
     }
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
-      return input_error("space {}: param '{}' holds {}, not a positive count", best.space, param, v.dump());
-    }
-    return std::to_string(v.get<int64_t>());
-  };
+    return std::string(algorithm ? nccl_table::algorithm_name(n) : nccl_table::protocol_name(n));
+  }
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+    return input_error("space {}: param '{}' holds {}, not a positive count", best.space, param, v.dump());
+  }
+  return std::to_string(v.get<int64_t>());
+}
 
-  const std::string nodes = count_column(space, "nodes");
+// The nRanks column. A space may name its rank count symbolically ("ranks": "gpus"); the workload
+// holds the count it resolved to. One rank is no collective NCCL tunes, so that stays a wildcard.
+std::string ranks_column(const Json& study, const Json& space) {
   std::string ranks = count_column(space, "ranks");
-  // A space may name its rank count symbolically ("ranks": "gpus"); the workload holds the count
-  // it resolved to. One rank is no collective NCCL tunes, so that stays a wildcard.
   if (ranks == "-1" && space.contains("ranks") && study.contains("workload") &&
       study["workload"].value("ranks", int64_t{1}) > 1) {
     ranks = std::to_string(study["workload"]["ranks"].get<int64_t>());
   }
+  return ranks;
+}
+
+std::string table_header(const BestTable& best, const Columns& col) {
   std::string out =
       fmt::format("# acceltune nccl-tuner table: space {}, kernel {}, {} trials{}\n", best.space, best.kernel,
                   best.trials, best.certified ? ", gains certified against the default" : "");
-  out += fingerprint_header(study);
+  out += fingerprint_header(best.study);
   out += "# NCCL_TUNER_PLUGIN=acceltune ACCELTUNE_NCCL_TUNER_TABLE=<this file> (or NCCL_TUNER_CONFIG_FILE)\n";
   out += "# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   if (!col.chunk.empty()) {
@@ -118,15 +129,26 @@ Expected<std::string> emit_nccl_tuner(const BestTable& best) {
         "# a row with an 11th column, chunkSize, sets the chunk size through the acceltune plugin; NCCL's example\n"
         "# tuner reads the first ten columns of such a row and leaves the chunk size to NCCL\n";
   }
+  return out;
+}
+
+Expected<std::string> emit_nccl_tuner(const BestTable& best) {
+  if (best.trials_ok == 0) {
+    return runtime_error("space {}: no trial measured ok, so there is no config to export", best.space);
+  }
+  ACCELTUNE_TRY_ASSIGN(const std::string collective, study_collective(best));
+  ACCELTUNE_TRY_ASSIGN(const Columns col, tuned_columns(best));
+  const Json space = best.study.value("space", Json::object());
+  const std::string nodes = count_column(space, "nodes");
+  const std::string ranks = ranks_column(best.study, space);
+  std::string out = table_header(best, col);
   int rows = 0;
   for (const auto& r : best.ranges) {
     bool any = false;
     std::string cells[4];
     const std::string* params[4] = {&col.algorithm, &col.protocol, &col.channels, &col.chunk};
     for (int k = 0; k < 4; ++k) {
-      auto t = text_of(r.config, *params[k], &any);
-      if (!t) return t.error();
-      cells[k] = *t;
+      ACCELTUNE_TRY_ASSIGN(cells[k], cell_text(best, col, r.config, *params[k], &any));
     }
     // NCCL's own choice stands where the default won (or the gain was not significant).
     if (r.is_default || !any) {

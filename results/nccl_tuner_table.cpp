@@ -1,6 +1,8 @@
 // The definitions behind results/nccl_tuner_table.hpp: the nccl-tuner table.
 #include "results/nccl_tuner_table.hpp"
 
+#include "tuner/collectives.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -59,7 +61,9 @@ std::string check_row(const std::vector<std::string>& f, Row& row) {
   row.columns = static_cast<int>(f.size());
   row.collective = collective_of(f[0]);
   if (row.collective < 0) {
-    return "unknown collective '" + f[0] + "' (broadcast, reduce, allgather, reducescatter, allreduce)";
+    std::string names;
+    for (int c = 0; c < kCollectives; ++c) names += (c ? ", " : "") + std::string(collective_name(c));
+    return "unknown collective '" + f[0] + "' (" + names + ")";
   }
   if (!parse_u64(f[1], &row.min_bytes)) return "min_bytes '" + f[1] + "' is not a byte count";
   if (!parse_u64(f[2], &row.max_bytes)) return "max_bytes '" + f[2] + "' is not a byte count";
@@ -137,8 +141,8 @@ int protocol_of(const std::string& name) {
 
 int collective_of(const std::string& name) {
   const std::string f = folded(name);
-  for (int c = 0; c < kCollectives; ++c) {
-    if (f == collective_name(c)) return c;
+  for (const auto& row : collective_rows()) {
+    if (row.nccl_tuner_id >= 0 && f == row.nccl_tuner_name) return row.nccl_tuner_id;
   }
   return kUnknown;
 }
@@ -154,8 +158,11 @@ const char* protocol_name(int p) {
 }
 
 const char* collective_name(int c) {
-  static const char* const names[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
-  return c >= 0 && c < kCollectives ? names[c] : "unknown";
+  for (const auto& row : collective_rows()) {
+    // The rows' names are string literals, so their data ends in a NUL.
+    if (row.nccl_tuner_id >= 0 && row.nccl_tuner_id == c) return row.nccl_tuner_name.data();
+  }
+  return "unknown";
 }
 
 ParseResult parse_table(const std::string& text, size_t max_rows) {

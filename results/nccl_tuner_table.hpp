@@ -1,8 +1,9 @@
 // The nccl-tuner table: what its rows mean and which rows are safe to hand NCCL. One reader and
 // validator for every party: the tuner plugin (libnccl-tuner-acceltune.so) reads a table with it
 // at communicator init, the nccl-tuner export checks its own output with it, and a linter can
-// point it at any file. It uses nothing but the C++ library, so the plugin, which links nothing
-// of acceltune, compiles it in.
+// point it at any file. It uses nothing but the C++ library and the collectives' table
+// (tuner/collectives.cpp, which uses nothing else either), so the plugin, which links nothing of
+// acceltune, compiles both in.
 //
 //   collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff[,chunkSize]]]
 //
@@ -20,7 +21,7 @@ namespace acceltune::nccl_table {
 inline constexpr int kAny = -1;  // the table's wildcard
 
 // NCCL's numbering (ncclFunc_t, NCCL_ALGO_*, NCCL_PROTO_*), which the tuner interface uses.
-inline constexpr int kCollectives = 5;  // broadcast, reduce, allgather, reducescatter, allreduce
+inline constexpr int kCollectives = 5;  // the rows of tuner/collectives.hpp with an NCCL tuner id
 inline constexpr int kAlgorithms = 7;   // tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat
 inline constexpr int kProtocols = 3;    // ll, ll128, simple
 inline constexpr int kProtocolLL = 0, kProtocolLL128 = 1, kProtocolSimple = 2;
@@ -72,7 +73,7 @@ std::string folded(const std::string& name);
 inline constexpr int kUnknown = -2;
 int algorithm_of(const std::string& name);
 int protocol_of(const std::string& name);
-int collective_of(const std::string& name);
+int collective_of(const std::string& name);  // the collective's row's NCCL tuner id
 const char* algorithm_name(int algorithm);  // the table's spelling: "ring", "nvls_tree"; "-1" for kAny
 const char* protocol_name(int protocol);
 const char* collective_name(int collective);

@@ -4,57 +4,47 @@
 // Per collective, per communicator size, per message size range: algorithm, fan-in/out and
 // segment size. The collective and its fields come from the env-bound params of the space
 // (OMPI_MCA_coll_tuned_<collective>_algorithm, ..._segmentsize, ..._tree_fanout/_chain_fanout);
-// the ranges are the best-per-size table's.
+// the ranges are the best-per-size table's; collective ids and algorithm names are the rows' of
+// tuner/collectives.hpp.
 #include <map>
 #include <optional>
 
 #include "tuner/best.hpp"
+#include "tuner/collectives.hpp"
 #include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
 
-struct TunedCollective {
-  const char* name;
-  int id;  // COLLTYPE of coll/base (coll_base_functions.h)
-  std::vector<const char*> algorithms;  // coll_tuned_<name>_algorithm's names, by number
-};
-
-const std::vector<TunedCollective>& tuned_collectives() {
-  static const std::vector<TunedCollective> table = {
-      {"allgather", 0, {"ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
-      {"allreduce",
-       2,
-       {"ignore", "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring", "rabenseifner"}},
-      {"alltoall", 3, {"ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"}},
-      {"bcast",
-       7,
-       {"ignore", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial",
-        "scatter_allgather", "scatter_allgather_ring"}},
-      {"reduce_scatter", 12, {"ignore", "non-overlapping", "recursive_halving", "ring", "butterfly"}},
-  };
-  return table;
+// The collectives coll/tuned takes rules for: the rows with an Open MPI collective id.
+std::vector<const CollectiveRow*> tuned_collectives() {
+  std::vector<const CollectiveRow*> out;
+  for (const auto& row : collective_rows()) {
+    if (row.ompi_coll_id >= 0) out.push_back(&row);
+  }
+  return out;
 }
 
 constexpr const char* kPrefix = "OMPI_MCA_coll_tuned_";
 
 struct Fields {
-  const TunedCollective* coll = nullptr;
+  const CollectiveRow* coll = nullptr;
   std::string algorithm, segsize, fanout;  // param names
 };
 
-Expected<int64_t> number_of(const Json& v, const TunedCollective& c, const std::string& param) {
+Expected<int64_t> number_of(const Json& v, const CollectiveRow& c, const std::string& param) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    for (size_t i = 0; i < c.algorithms.size(); ++i) {
-      if (s == c.algorithms[i]) return static_cast<int64_t>(i);
+    for (size_t i = 0; i < c.ompi_algorithms.size(); ++i) {
+      if (s == c.ompi_algorithms[i]) return static_cast<int64_t>(i);
     }
     char* end = nullptr;
     const long long n = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && *end == '\0') return n;
   }
-  return input_error("param '{}' value {} is not a coll/tuned {} algorithm of Open MPI 4.1", param, v.dump(), c.name);
+  return input_error("param '{}' value {} is not a coll/tuned {} algorithm of Open MPI 4.1", param, v.dump(),
+                     c.mpi_name);
 }
 
 int64_t integer_or_zero(const Json& config, const std::string& param) {
@@ -77,16 +67,17 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
   for (const auto& [param, var] : best.env) {
     if (var.rfind(kPrefix, 0) != 0) continue;
     const std::string rest = var.substr(std::string(kPrefix).size());
-    for (const auto& c : tuned_collectives()) {
-      const std::string base = std::string(c.name) + "_algorithm";
+    for (const CollectiveRow* c : tuned_collectives()) {
+      const std::string name(c->mpi_name);
+      const std::string base = name + "_algorithm";
       if (rest.rfind(base, 0) != 0) continue;
       const std::string tail = rest.substr(base.size());
       // reduce_scatter_block shares the prefix of reduce_scatter; only exact fields count.
-      if (tail.empty()) by_coll[c.name].algorithm = param;
-      else if (tail == "_segmentsize") by_coll[c.name].segsize = param;
-      else if (tail == "_tree_fanout" || tail == "_chain_fanout") by_coll[c.name].fanout = param;
+      if (tail.empty()) by_coll[name].algorithm = param;
+      else if (tail == "_segmentsize") by_coll[name].segsize = param;
+      else if (tail == "_tree_fanout" || tail == "_chain_fanout") by_coll[name].fanout = param;
       else continue;
-      by_coll[c.name].coll = &c;
+      by_coll[name].coll = c;
     }
   }
   for (auto it = by_coll.begin(); it != by_coll.end();) {
@@ -118,7 +109,7 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
   }
   out += fmt::format("{}  # collectives\n", by_coll.size());
   for (const auto& [name, f] : by_coll) {
-    out += fmt::format("{}  # collective id: {}\n", f.coll->id, name);
+    out += fmt::format("{}  # collective id: {}\n", f.coll->ompi_coll_id, name);
     out += "1  # communicator sizes\n";
     out += fmt::format("{}  # communicator size{}\n", ranks > 0 ? ranks : 1,
                        ranks > 0 ? " measured (the rule also covers the other sizes)" : " (any)");
@@ -131,8 +122,8 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
       }
       const int64_t seg = integer_or_zero(cfg, f.segsize);
       const int64_t fan = integer_or_zero(cfg, f.fanout);
-      const std::string alg_name = alg >= 0 && static_cast<size_t>(alg) < f.coll->algorithms.size()
-                                       ? f.coll->algorithms[static_cast<size_t>(alg)]
+      const std::string alg_name = alg >= 0 && static_cast<size_t>(alg) < f.coll->ompi_algorithms.size()
+                                       ? std::string(f.coll->ompi_algorithms[static_cast<size_t>(alg)])
                                        : std::to_string(alg);
       // Choices outside coll/tuned that this range made differently: the file cannot carry them.
       std::string also;
@@ -153,8 +144,8 @@ Expected<std::string> emit_ompi_rules(const BestTable& best) {
 std::optional<Scope> ompi_rules_carries(const ParamRef& p) {
   if (p.env.rfind(kPrefix, 0) != 0) return std::nullopt;
   const std::string rest = p.env.substr(std::string(kPrefix).size());
-  for (const auto& c : tuned_collectives()) {
-    const std::string base = std::string(c.name) + "_algorithm";
+  for (const CollectiveRow* c : tuned_collectives()) {
+    const std::string base = std::string(c->mpi_name) + "_algorithm";
     if (rest.rfind(base, 0) != 0) continue;
     const std::string tail = rest.substr(base.size());
     if (tail.empty() || tail == "_segmentsize" || tail == "_tree_fanout" || tail == "_chain_fanout") return Scope::per_size;

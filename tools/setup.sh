@@ -9,7 +9,8 @@ usage() {
 usage: tools/setup.sh [--tests]
   (no option)  the packages the acceltune command, the runtime loader and the NCCL plugin need
   --tests      those too, and what only the tests and benchmarks need (GoogleTest, Google
-               Benchmark, Chromium for the report check, ccache for faster rebuilds)
+               Benchmark, Chromium for the report check, ccache for faster rebuilds, pmccabe
+               for the size check)
 EOF
 }
 
@@ -43,6 +44,7 @@ tests=(
   libgtest-dev         # the test suite
   libbenchmark-dev     # engine benchmarks (built with the tests, not run as tests)
   ccache               # used by the build when present: rebuilds after a change or a fresh clone
+  pmccabe              # function lengths for the size check (tests/check_sizes.sh)
   chromium             # only for the report's check: renders the HTML report headless (it skips without it)
 )
 

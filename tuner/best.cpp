@@ -172,6 +172,97 @@ Expected<BestTable> BestTable::from_json(const Json& j) {
   }
 }
 
+namespace {
+
+// A size's "certified" object: its figures, and every candidate of its shared rounds.
+void read_certified(const Json& c, SizeBest& s) {
+  s.certified = true;
+  if (c.contains("trial") && c["trial"].is_number()) s.certified_trial = c["trial"].get<int64_t>();
+  s.certified_ratio = get_opt(c, "ratio");
+  s.ci_low = get_opt(c, "ci_low");
+  s.ci_high = get_opt(c, "ci_high");
+  s.significant = c.value("significant", false);
+  s.confirmed = c.value("confirmed", false);
+  s.certified_rounds = c.value("rounds", 0);
+  s.certified_value = get_opt(c, "value").value_or(0.0);
+  s.certified_default_value = get_opt(c, "default_value").value_or(0.0);
+  for (const auto& k : c.value("candidates", Json::array())) {
+    Candidate cd;
+    cd.trial = k.value("trial", int64_t{0});
+    cd.config = k.value("config", Json::object());
+    // A candidate with fewer than two good rounds has no interval: JSON holds null there.
+    read_gain(k, cd);
+    s.candidates.push_back(std::move(cd));
+  }
+}
+
+SizeBest size_best_from_json(const Json& e) {
+  SizeBest s;
+  s.bytes = e.value("bytes", uint64_t{0});
+  if (e.contains("best_trial") && e["best_trial"].is_number()) s.best_trial = e["best_trial"].get<int64_t>();
+  s.best_config = e.value("config", Json::object());
+  s.best_value = get_opt(e, "value").value_or(0);
+  s.best_p10 = get_opt(e, "value_p10").value_or(0);
+  s.best_p90 = get_opt(e, "value_p90").value_or(0);
+  s.predicted = get_opt(e, "predicted");
+  if (e.contains("observed_trial") && e["observed_trial"].is_number()) {
+    s.observed_trial = e["observed_trial"].get<int64_t>();
+    s.observed_value = get_opt(e, "observed_value").value_or(0);
+  }
+  s.default_value = get_opt(e, "default_value");
+  s.ratio = get_opt(e, "ratio");
+  if (e.contains("certified") && e["certified"].is_object()) read_certified(e["certified"], s);
+  s.chosen_config = e.value("chosen_config", s.best_config);
+  s.chosen_is_default = e.value("chosen_is_default", false);
+  if (e.contains("model") && e["model"].is_object()) {
+    s.predicted_low = get_opt(e["model"], "ci_low");
+    s.predicted_high = get_opt(e["model"], "ci_high");
+  }
+  if (e.contains("delivered") && e["delivered"].is_object()) {
+    const Json& d = e["delivered"];
+    Delivered dv;
+    read_gain(d, dv);
+    dv.slower = d.value("slower", false);
+    dv.faster = d.value("faster", false);
+    s.delivered = dv;
+  }
+  return s;
+}
+
+SizeRange size_range_from_json(const Json& r) {
+  SizeRange sr;
+  sr.min_bytes = r.value("min_bytes", uint64_t{0});
+  sr.max_bytes = r.value("max_bytes", uint64_t{0});
+  sr.sizes = r.value("sizes", std::vector<uint64_t>{});
+  sr.config = r.value("config", Json::object());
+  sr.is_default = r.value("is_default", false);
+  return sr;
+}
+
+// The export plan as stored, or for schema 1 (which had none) the one its single-valued export
+// config implies: that config held the job-wide values.
+void read_plan(const Json& j, BestTable& b) {
+  if (!j.contains("plan")) {
+    b.plan.scopes = param_scopes(b.kernel, b.default_config, b.env);
+    b.plan.job = job_part(b.export_config, b.plan.scopes);
+    b.plan.job_is_default = b.plan.job == job_part(b.default_config, b.plan.scopes);
+    b.export_config = with_job(b.default_config, b.plan.job);
+    return;
+  }
+  const Json& p = j["plan"];
+  b.plan.job = p.value("job", Json::object());
+  b.plan.job_is_default = p.value("job_is_default", true);
+  b.plan.chosen_by = p.value("chosen_by", "observed");
+  b.plan.notes = p.value("notes", std::vector<std::string>{});
+  const Json scopes = p.contains("scopes") && p["scopes"].is_object() ? p["scopes"] : Json::object();
+  for (const auto& [param, sc] : scopes.items()) {
+    const std::string t = sc.is_string() ? sc.get<std::string>() : "";
+    b.plan.scopes[param] = t == "per-size" ? Scope::per_size : t == "job" ? Scope::job : Scope::application;
+  }
+}
+
+}  // namespace
+
 Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
   BestTable b;
   b.space = j.value("space", "");
@@ -181,68 +272,9 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
   b.trials = j.value("trials", int64_t{0});
   b.trials_ok = j.value("trials_ok", int64_t{0});
   b.recommended_by = j.value("recommended_by", "observed");
-  for (const auto& e : j["sizes"]) {
-    SizeBest s;
-    s.bytes = e.value("bytes", uint64_t{0});
-    if (e.contains("best_trial") && e["best_trial"].is_number()) s.best_trial = e["best_trial"].get<int64_t>();
-    s.best_config = e.value("config", Json::object());
-    s.best_value = get_opt(e, "value").value_or(0);
-    s.best_p10 = get_opt(e, "value_p10").value_or(0);
-    s.best_p90 = get_opt(e, "value_p90").value_or(0);
-    s.predicted = get_opt(e, "predicted");
-    if (e.contains("observed_trial") && e["observed_trial"].is_number()) {
-      s.observed_trial = e["observed_trial"].get<int64_t>();
-      s.observed_value = get_opt(e, "observed_value").value_or(0);
-    }
-    s.default_value = get_opt(e, "default_value");
-    s.ratio = get_opt(e, "ratio");
-    if (e.contains("certified") && e["certified"].is_object()) {
-      const Json& c = e["certified"];
-      s.certified = true;
-      if (c.contains("trial") && c["trial"].is_number()) s.certified_trial = c["trial"].get<int64_t>();
-      s.certified_ratio = get_opt(c, "ratio");
-      s.ci_low = get_opt(c, "ci_low");
-      s.ci_high = get_opt(c, "ci_high");
-      s.significant = c.value("significant", false);
-      s.confirmed = c.value("confirmed", false);
-      s.certified_rounds = c.value("rounds", 0);
-      s.certified_value = get_opt(c, "value").value_or(0.0);
-      s.certified_default_value = get_opt(c, "default_value").value_or(0.0);
-      for (const auto& k : c.value("candidates", Json::array())) {
-        Candidate cd;
-        cd.trial = k.value("trial", int64_t{0});
-        cd.config = k.value("config", Json::object());
-        // A candidate with fewer than two good rounds has no interval: JSON holds null there.
-        read_gain(k, cd);
-        s.candidates.push_back(std::move(cd));
-      }
-    }
-    s.chosen_config = e.value("chosen_config", s.best_config);
-    s.chosen_is_default = e.value("chosen_is_default", false);
-    if (e.contains("model") && e["model"].is_object()) {
-      s.predicted_low = get_opt(e["model"], "ci_low");
-      s.predicted_high = get_opt(e["model"], "ci_high");
-    }
-    if (e.contains("delivered") && e["delivered"].is_object()) {
-      const Json& d = e["delivered"];
-      Delivered dv;
-      read_gain(d, dv);
-      dv.slower = d.value("slower", false);
-      dv.faster = d.value("faster", false);
-      s.delivered = dv;
-    }
-    b.sizes.push_back(std::move(s));
-  }
+  for (const auto& e : j["sizes"]) b.sizes.push_back(size_best_from_json(e));
   b.certified = j.value("certified", false);
-  for (const auto& r : j.value("ranges", Json::array())) {
-    SizeRange sr;
-    sr.min_bytes = r.value("min_bytes", uint64_t{0});
-    sr.max_bytes = r.value("max_bytes", uint64_t{0});
-    sr.sizes = r.value("sizes", std::vector<uint64_t>{});
-    sr.config = r.value("config", Json::object());
-    sr.is_default = r.value("is_default", false);
-    b.ranges.push_back(std::move(sr));
-  }
+  for (const auto& r : j.value("ranges", Json::array())) b.ranges.push_back(size_range_from_json(r));
   const Json& o = j["overall"];
   if (o.contains("trial") && o["trial"].is_number()) b.overall_trial = o["trial"].get<int64_t>();
   b.overall_config = o.value("config", Json::object());
@@ -253,24 +285,7 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
   if (j.contains("env")) {
     for (const auto& [p, e] : j["env"].items()) b.env[p] = e.get<std::string>();
   }
-  if (j.contains("plan")) {
-    const Json& p = j["plan"];
-    b.plan.job = p.value("job", Json::object());
-    b.plan.job_is_default = p.value("job_is_default", true);
-    b.plan.chosen_by = p.value("chosen_by", "observed");
-    b.plan.notes = p.value("notes", std::vector<std::string>{});
-    const Json scopes = p.contains("scopes") && p["scopes"].is_object() ? p["scopes"] : Json::object();
-    for (const auto& [param, sc] : scopes.items()) {
-      const std::string t = sc.is_string() ? sc.get<std::string>() : "";
-      b.plan.scopes[param] = t == "per-size" ? Scope::per_size : t == "job" ? Scope::job : Scope::application;
-    }
-  } else {
-    // Schema 1 had no plan: its single-valued export config held the job-wide values.
-    b.plan.scopes = param_scopes(b.kernel, b.default_config, b.env);
-    b.plan.job = job_part(b.export_config, b.plan.scopes);
-    b.plan.job_is_default = b.plan.job == job_part(b.default_config, b.plan.scopes);
-    b.export_config = with_job(b.default_config, b.plan.job);
-  }
+  read_plan(j, b);
   if (j.contains("delivery")) {
     const Json& d = j["delivery"];
     b.delivery.state = d.value("state", "not verified");

@@ -183,59 +183,51 @@ struct Pipe {
   }
 };
 
-}  // namespace
-
-Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes,
-                              const MeasureSettings& ms) {
+// A trial that measured nothing: one failed or timed-out measurement at the first size, saying why.
+Trial failed_trial(const std::vector<uint64_t>& sizes, State st, std::string msg) {
   Trial t;
-  auto failed = [&](State st, std::string msg) {
-    Measurement m;
-    m.bytes = sizes.empty() ? 0 : sizes.front();
-    m.state = st;
-    m.error = std::move(msg);
-    t.measurements = {m};
-    return t;
-  };
-  if (options_.worker_command.empty()) return failed(State::failed, "no worker command configured");
+  Measurement m;
+  m.bytes = sizes.empty() ? 0 : sizes.front();
+  m.state = st;
+  m.error = std::move(msg);
+  t.measurements = {m};
+  return t;
+}
 
-  Json request = Json::object();
-  request["space"] = space_.definition();
-  request["source"] = space_.source();
-  request["base_dir"] = space_.base_dir().string();
-  request["config"] = space_.config_to_json(config);
-  request["sizes"] = sizes;
-  request["measure"] = ms.to_json();
-  request["seed"] = options_.seed;
-  request["trial"] = number;
-
-  // The trial's environment: ours, with the env-bound params of the config set.
+// The trial's environment: ours, with the env-bound params of the config set; NAME=VALUE each.
+std::vector<std::string> worker_environment(const Space& space, const Config& config) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  for (size_t k = 0; k < space_.params().size(); ++k) {
-    const Param& p = space_.params()[k];
+  for (size_t k = 0; k < space.params().size(); ++k) {
+    const Param& p = space.params()[k];
     if (p.env.empty()) continue;
-    const Value& v = space_.value(config, k);
+    const Value& v = space.value(config, k);
     if (unsets_env(v)) env.erase(p.env);
     else env[p.env] = to_string(v);
   }
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = options_.worker_command;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
 
-  Pipe in, result, output;
-  if (::pipe2(in.fd, O_CLOEXEC) != 0 || ::pipe2(result.fd, O_CLOEXEC) != 0 || ::pipe2(output.fd, O_CLOEXEC) != 0) {
-    return failed(State::failed, fmt::format("cannot create pipes: {}", std::strerror(errno)));
-  }
+std::vector<char*> null_terminated(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts the worker with the request on its stdin, its output on stdout and stderr and its
+// result on fd 3, in its own process group, so the watchdog can kill everything the library
+// started. 0, or posix_spawn's error.
+int spawn_worker(std::vector<std::string>& args, std::vector<std::string>& env, const Pipe& in, const Pipe& result,
+                 const Pipe& output, pid_t& pid) {
+  std::vector<char*> argv = null_terminated(args);
+  std::vector<char*> envp = null_terminated(env);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in.fd[0], 0);
@@ -244,42 +236,45 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
   posix_spawn_file_actions_adddup2(&fa, result.fd[1], 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Its own process group, so the watchdog can kill everything the library started.
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return failed(State::failed, fmt::format("cannot start worker '{}': {}", args[0], std::strerror(rc)));
-  in.close_end(0);
-  result.close_end(1);
-  output.close_end(1);
+  return rc;
+}
 
-  // A worker that dies before reading its request must not kill us with SIGPIPE.
+// A worker that dies before reading its request must not kill us with SIGPIPE.
+void send_request(Pipe& in, const std::string& text) {
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old);
-  (void)write_all_fd(in.fd[1], request.dump());
+  (void)write_all_fd(in.fd[1], text);
   sigaction(SIGPIPE, &old, nullptr);
   in.close_end(1);
+}
 
-  const double timeout = timeout_seconds(sizes);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-  std::string result_text, output_text;
+// What a worker wrote on its result and output pipes until both closed, the deadline passed or
+// the command was cancelled.
+struct WorkerOutput {
+  std::string result, output;
   bool timed_out = false;
+  bool cancelled = false;
+};
+
+using Deadline = std::chrono::time_point<std::chrono::steady_clock, std::chrono::duration<double>>;
+
+WorkerOutput read_worker(Pipe& result, Pipe& output, Deadline deadline) {
+  WorkerOutput w;
   int open_fds = 2;
   while (open_fds > 0) {
     if (cancel_requested()) {
-      // The command is stopping: the trial in flight is not a result.
-      ::kill(-pid, SIGKILL);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-      return failed(State::failed, fmt::format("cancelled by {}", signal_name(cancel_signal())));
+      w.cancelled = true;
+      break;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      timed_out = true;
+      w.timed_out = true;
       break;
     }
     pollfd fds[2] = {{result.fd[0], POLLIN, 0}, {output.fd[0], POLLIN, 0}};
@@ -290,7 +285,7 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
       char buf[65536];
       const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       Pipe& p = i == 0 ? result : output;
-      std::string& sink = i == 0 ? result_text : output_text;
+      std::string& sink = i == 0 ? w.result : w.output;
       if (got > 0) {
         sink.append(buf, static_cast<size_t>(got));
         if (i == 1 && sink.size() > 65536) sink.erase(0, sink.size() - 32768);  // keep the tail
@@ -302,35 +297,86 @@ Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::v
     // Closed ends are skipped by poll once negative.
     if (result.fd[0] < 0 && output.fd[0] < 0) break;
   }
+  return w;
+}
+
+// The trial of a worker that exited with `status`: its measurements, or why there are none.
+Trial worker_trial(int status, const WorkerOutput& w, const std::vector<uint64_t>& sizes) {
+  if (WIFSIGNALED(status)) {
+    return failed_trial(sizes, State::failed,
+                        fmt::format("worker killed by {}{}", signal_name(WTERMSIG(status)),
+                                    w.output.empty() ? "" : "; output: " + tail_lines(w.output)));
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  Json res = Json::parse(w.result, nullptr, false);
+  if (code != 0 || res.is_discarded() || !res.is_object()) {
+    std::string why = res.is_object() && res.contains("error") ? res["error"].get<std::string>() : tail_lines(w.output);
+    return failed_trial(sizes, State::failed,
+                        fmt::format("worker exited with status {}{}{}", code, why.empty() ? "" : ": ", why));
+  }
+  if (res.contains("error")) return failed_trial(sizes, State::failed, res["error"].get<std::string>());
+  Trial t;
+  for (const auto& jm : res.value("measurements", Json::array())) {
+    auto m = Measurement::from_json(jm);
+    if (!m) return failed_trial(sizes, State::failed, fmt::format("worker sent a bad measurement: {}", m.error().message));
+    t.measurements.push_back(std::move(m).value());
+  }
+  return t;
+}
+
+}  // namespace
+
+Trial TrialRunner::run_worker(const Config& config, int64_t number, const std::vector<uint64_t>& sizes,
+                              const MeasureSettings& ms) {
+  if (options_.worker_command.empty()) return failed_trial(sizes, State::failed, "no worker command configured");
+  Json request = Json::object();
+  request["space"] = space_.definition();
+  request["source"] = space_.source();
+  request["base_dir"] = space_.base_dir().string();
+  request["config"] = space_.config_to_json(config);
+  request["sizes"] = sizes;
+  request["measure"] = ms.to_json();
+  request["seed"] = options_.seed;
+  request["trial"] = number;
+  std::vector<std::string> env = worker_environment(space_, config);
+  std::vector<std::string> args = options_.worker_command;
+
+  Pipe in, result, output;
+  if (::pipe2(in.fd, O_CLOEXEC) != 0 || ::pipe2(result.fd, O_CLOEXEC) != 0 || ::pipe2(output.fd, O_CLOEXEC) != 0) {
+    return failed_trial(sizes, State::failed, fmt::format("cannot create pipes: {}", std::strerror(errno)));
+  }
+  pid_t pid = -1;
+  if (const int rc = spawn_worker(args, env, in, result, output, pid); rc != 0) {
+    return failed_trial(sizes, State::failed, fmt::format("cannot start worker '{}': {}", args[0], std::strerror(rc)));
+  }
+  in.close_end(0);
+  result.close_end(1);
+  output.close_end(1);
+  send_request(in, request.dump());
+
+  const double timeout = timeout_seconds(sizes);
+  const WorkerOutput w =
+      read_worker(result, output, std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout));
   int status = 0;
-  if (timed_out) {
+  if (w.cancelled) {
+    // The command is stopping: the trial in flight is not a result.
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    return failed(State::timeout, fmt::format("no result within the {:.1f} s trial timeout; the worker's process "
-                                              "group was killed{}",
-                                              timeout, output_text.empty() ? "" : "; output: " + tail_lines(output_text)));
+    return failed_trial(sizes, State::failed, fmt::format("cancelled by {}", signal_name(cancel_signal())));
+  }
+  if (w.timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return failed_trial(sizes, State::timeout,
+                        fmt::format("no result within the {:.1f} s trial timeout; the worker's process group was "
+                                    "killed{}",
+                                    timeout, w.output.empty() ? "" : "; output: " + tail_lines(w.output)));
   }
   // The pipes are closed: the worker is exiting. Wait for it, and clear its group.
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   ::kill(-pid, SIGKILL);
-  if (WIFSIGNALED(status)) {
-    return failed(State::failed, fmt::format("worker killed by {}{}", signal_name(WTERMSIG(status)),
-                                             output_text.empty() ? "" : "; output: " + tail_lines(output_text)));
-  }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  Json res = Json::parse(result_text, nullptr, false);
-  if (code != 0 || res.is_discarded() || !res.is_object()) {
-    std::string why = res.is_object() && res.contains("error") ? res["error"].get<std::string>() : tail_lines(output_text);
-    return failed(State::failed, fmt::format("worker exited with status {}{}{}", code, why.empty() ? "" : ": ", why));
-  }
-  if (res.contains("error")) return failed(State::failed, res["error"].get<std::string>());
-  for (const auto& jm : res.value("measurements", Json::array())) {
-    auto m = Measurement::from_json(jm);
-    if (!m) return failed(State::failed, fmt::format("worker sent a bad measurement: {}", m.error().message));
-    t.measurements.push_back(std::move(m).value());
-  }
-  return t;
+  return worker_trial(status, w, sizes);
 }
 
 int worker_main(int in_fd, int out_fd) {

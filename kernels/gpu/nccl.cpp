@@ -187,6 +187,46 @@ class Nccl final : public Kernel {
                          space.operation(), names);
     }
     op_ = *op;
+    ACCELTUNE_TRY(read_layout(space));
+    ACCELTUNE_TRY(read_params(space));
+    ACCELTUNE_TRY(read_rank_fields(space));
+    // The GPU is asked last: input errors come first, and this is the one cheap CUDA query.
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+      cudaGetLastError();
+      return runtime_error("kernel 'nccl' needs a CUDA GPU; none found");
+    }
+    std::string why;
+    ranks_ = nccl_rank_count(space.extra(), gpus, &why);
+    if (ranks_ <= 0) return input_error("{}: {}", space.source(), why);
+    if (nodes_ == 1 && ranks_ > gpus) {
+      return runtime_error("{}: {} ranks on one node need {} GPUs (NCCL runs one rank per GPU); this node has {}",
+                           space.source(), ranks_, ranks_, gpus);
+    }
+    restrict_to_hardware(space, gpus);
+    attached_ = true;
+    return {};
+  }
+
+  Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
+                      const MeasureContext&) override {
+    Measurement m;
+    m.bytes = bytes;
+    auto r = run(space, config, bytes, settings, m);
+    if (!r) {
+      m = Measurement{};
+      m.bytes = bytes;
+      const bool late = r.error().message.find("within") != std::string::npos;
+      m.state = late ? State::timeout : State::failed;
+      m.error = r.error().message;
+      session_.reset();  // a failed communicator is not reused
+    }
+    return m;
+  }
+
+ private:
+  // The space's ranks, nodes, launcher and timeouts.
+  Status read_layout(const Space& space) {
     const Json& x = space.extra();
     if (x.contains("ranks") && !(x["ranks"].is_number_integer() && x["ranks"].get<int64_t>() >= 1) &&
         !(x["ranks"].is_string() && x["ranks"].get<std::string>() == "gpus")) {
@@ -213,6 +253,12 @@ class Nccl final : public Kernel {
     }
     init_timeout_seconds_ = x.value("init_timeout_seconds", 8.0);
     rank_timeout_seconds_ = x.value("rank_timeout_seconds", 5.0);
+    return {};
+  }
+
+  // Every value NCCL_ALGO and NCCL_PROTO take is one NCCL knows; every ncclConfig_t value is in
+  // range. Notes which params are the algorithm and the protocol.
+  Status read_params(const Space& space) {
     for (size_t k = 0; k < space.params().size(); ++k) {
       const Param& p = space.params()[k];
       for (const auto& v : p.values) {
@@ -234,6 +280,12 @@ class Nccl final : public Kernel {
         }
       }
     }
+    return {};
+  }
+
+  // gpus_per_node and rank_time (which rank's time is the figure).
+  Status read_rank_fields(const Space& space) {
+    const Json& x = space.extra();
     if (x.contains("gpus_per_node") && !(x["gpus_per_node"].is_number_integer() && x["gpus_per_node"].get<int64_t>() >= 1)) {
       return input_error("{}: field 'gpus_per_node' must be a positive integer", space.source());
     }
@@ -246,66 +298,37 @@ class Nccl final : public Kernel {
       }
       rank_time_ = *rt;
     }
-    // The GPU is asked last: input errors come first, and this is the one cheap CUDA query.
-    int gpus = 0;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
-      cudaGetLastError();
-      return runtime_error("kernel 'nccl' needs a CUDA GPU; none found");
-    }
-    std::string why;
-    ranks_ = nccl_rank_count(x, gpus, &why);
-    if (ranks_ <= 0) return input_error("{}: {}", space.source(), why);
-    if (nodes_ == 1 && ranks_ > gpus) {
-      return runtime_error("{}: {} ranks on one node need {} GPUs (NCCL runs one rank per GPU); this node has {}",
-                           space.source(), ranks_, ranks_, gpus);
-    }
+    return {};
+  }
+
+  // Leaves out of the space the algorithm and protocol pairs these GPUs cannot run.
+  void restrict_to_hardware(Space& space, int gpus) {
     NcclHardware hw = hardware(std::min(gpus, (ranks_ + nodes_ - 1) / nodes_));
     hw.nodes = nodes_;
     hw.ranks_per_node = (ranks_ + nodes_ - 1) / nodes_;
     const char* collnet = std::getenv("NCCL_COLLNET_ENABLE");
     hw.collnet = collnet && std::string(collnet) == "1";
     hw.multicast = hw.multicast && ranks_ > 1;
-    if (algo_param_ || proto_param_) {
-      const NcclOp o = op_;
-      const auto ap = algo_param_, pp = proto_param_;
-      std::vector<std::string> algos, protos;
-      if (ap) for (const auto& v : space.params()[*ap].values) algos.push_back(to_string(v));
-      if (pp) for (const auto& v : space.params()[*pp].values) protos.push_back(to_string(v));
-      space.set_membership(
-          [o, ap, pp, hw, algos, protos](const Config& c) {
-            const std::string a = ap ? algos[c.index[*ap]] : "default";
-            const std::string pr = pp ? protos[c.index[*pp]] : "default";
-            return nccl_hardware_excludes(o, a, pr, hw).empty();
-          },
-          "the algorithms and protocols this GPU can run");
-    }
-    attached_ = true;
-    return {};
+    if (!algo_param_ && !proto_param_) return;
+    const NcclOp o = op_;
+    const auto ap = algo_param_, pp = proto_param_;
+    std::vector<std::string> algos, protos;
+    if (ap) for (const auto& v : space.params()[*ap].values) algos.push_back(to_string(v));
+    if (pp) for (const auto& v : space.params()[*pp].values) protos.push_back(to_string(v));
+    space.set_membership(
+        [o, ap, pp, hw, algos, protos](const Config& c) {
+          const std::string a = ap ? algos[c.index[*ap]] : "default";
+          const std::string pr = pp ? protos[c.index[*pp]] : "default";
+          return nccl_hardware_excludes(o, a, pr, hw).empty();
+        },
+        "the algorithms and protocols this GPU can run");
   }
 
-  Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
-                      const MeasureContext&) override {
-    Measurement m;
-    m.bytes = bytes;
-    auto r = run(space, config, bytes, settings, m);
-    if (!r) {
-      m = Measurement{};
-      m.bytes = bytes;
-      const bool late = r.error().message.find("within") != std::string::npos;
-      m.state = late ? State::timeout : State::failed;
-      m.error = r.error().message;
-      session_.reset();  // a failed communicator is not reused
-    }
-    return m;
-  }
-
- private:
   Status launch(const Space& space, const Config& config, const std::string& key) {
     session_.reset();
     auto s = std::make_unique<Session>();
     s->key = key;
     nccl_unset_default_env();
-
     const bool remote = nodes_ > 1;
     std::string host = "127.0.0.1";
     if (remote) {
@@ -313,25 +336,13 @@ class Nccl final : public Kernel {
       ::gethostname(name, sizeof name - 1);
       host = space.extra().value("control_host", std::string(name));
     }
-    s->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->listen_fd < 0) return runtime_error("socket: {}", std::strerror(errno));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(remote ? INADDR_ANY : INADDR_LOOPBACK);
-    if (::bind(s->listen_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(s->listen_fd, 1024) != 0) {
-      return runtime_error("cannot open the ranks' control socket: {}", std::strerror(errno));
-    }
-    socklen_t len = sizeof a;
-    ::getsockname(s->listen_fd, reinterpret_cast<sockaddr*>(&a), &len);
-    const int port = ntohs(a.sin_port);
-
+    ACCELTUNE_TRY_ASSIGN(const int port, open_control_socket(*s, remote));
     // The bootstrap root lives in this process for as long as the ranks initialise.
     ncclUniqueId id{};
     const ncclResult_t g = ncclGetUniqueId(&id);
     if (g != ncclSuccess) return runtime_error("ncclGetUniqueId: {}", ncclGetErrorString(g));
     std::string hex;
     for (char ch : id.internal) hex += fmt::format("{:02x}", static_cast<unsigned char>(ch));
-
     Json cfg = Json::object();
     for (size_t k = 0; k < space.params().size(); ++k) {
       const Param& p = space.params()[k];
@@ -340,59 +351,89 @@ class Nccl final : public Kernel {
     Json req = {{"op", std::string(to_string(op_))}, {"nranks", ranks_},  {"id", hex},
                 {"config", cfg},                     {"control_host", host}, {"control_port", port},
                 {"init_timeout_seconds", init_timeout_seconds_}, {"timeout_seconds", rank_timeout_seconds_}};
-
     // The session's secret, which every rank proves on the control socket; the ranks inherit it
     // (a launcher forwards it with the trial's variables).
     const std::string secret = random_hex();
     ::setenv(kNcclControlSecretVar, secret.c_str(), 1);
+    ACCELTUNE_TRY(start_ranks(space, req, *s));
+    ACCELTUNE_TRY(await_ranks(*s, secret));
+    session_ = std::move(s);
+    return {};
+  }
 
-    // The ranks are the acceltune binary in its rank mode (the one setting, tuner/binary.hpp).
+  // The ranks' control socket, on loopback for one node; its port.
+  static Expected<int> open_control_socket(Session& s, bool remote) {
+    s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s.listen_fd < 0) return runtime_error("socket: {}", std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(remote ? INADDR_ANY : INADDR_LOOPBACK);
+    if (::bind(s.listen_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(s.listen_fd, 1024) != 0) {
+      return runtime_error("cannot open the ranks' control socket: {}", std::strerror(errno));
+    }
+    socklen_t len = sizeof a;
+    ::getsockname(s.listen_fd, reinterpret_cast<sockaddr*>(&a), &len);
+    return static_cast<int>(ntohs(a.sin_port));
+  }
+
+  static Status spawn_rank(std::vector<std::string> argv, Session& s) {
+    std::vector<char*> args;
+    for (auto& x : argv) args.push_back(x.data());
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
+    if (rc != 0) return runtime_error("cannot start '{}': {}", argv[0], std::strerror(rc));
+    s.pids.push_back(pid);
+    return {};
+  }
+
+  // The launcher's argv with its placeholders filled and the trial's variables forwarded.
+  std::vector<std::string> launcher_argv(const Space& space) const {
+    std::vector<std::string> argv;
+    const int per_node = (ranks_ + nodes_ - 1) / nodes_;
+    for (const auto& j : space.extra()["launcher"]) {
+      std::string t = j.get<std::string>();
+      t = replace_all(t, "{ranks}", std::to_string(ranks_));
+      t = replace_all(t, "{nodes}", std::to_string(nodes_));
+      t = replace_all(t, "{ranks_per_node}", std::to_string(per_node));
+      argv.push_back(t);
+    }
+    // Every rank must run with the variables this trial set (NCCL requires equal NCCL_ALGO,
+    // NCCL_PROTO, ... on all ranks): forwarded in the launcher's own way.
+    std::vector<std::string> names = {kNcclControlSecretVar};
+    for (const auto& p : space.params()) {
+      if (!p.env.empty() && std::getenv(p.env.c_str()) &&
+          std::find(names.begin(), names.end(), p.env) == names.end()) {
+        names.push_back(p.env);
+      }
+    }
+    const auto forward = nccl_forward_env_args(launcher_kind(argv[0]), names);
+    argv.insert(argv.begin() + 1, forward.begin(), forward.end());
+    return argv;
+  }
+
+  // The ranks are the acceltune binary in its rank mode (the one setting, tuner/binary.hpp):
+  // under the launcher across nodes, else one process per local GPU.
+  Status start_ranks(const Space& space, const Json& req, Session& s) const {
     ACCELTUNE_TRY_ASSIGN(std::string exe, acceltune_binary());
-    auto spawn = [&](std::vector<std::string> argv) -> Status {
-      std::vector<char*> args;
-      for (auto& x : argv) args.push_back(x.data());
-      args.push_back(nullptr);
-      pid_t pid = 0;
-      const int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
-      if (rc != 0) return runtime_error("cannot start '{}': {}", argv[0], std::strerror(rc));
-      s->pids.push_back(pid);
-      return {};
-    };
-    if (remote) {
-      std::vector<std::string> argv;
-      const int per_node = (ranks_ + nodes_ - 1) / nodes_;
-      for (const auto& j : space.extra()["launcher"]) {
-        std::string t = j.get<std::string>();
-        t = replace_all(t, "{ranks}", std::to_string(ranks_));
-        t = replace_all(t, "{nodes}", std::to_string(nodes_));
-        t = replace_all(t, "{ranks_per_node}", std::to_string(per_node));
-        argv.push_back(t);
-      }
-      // Every rank must run with the variables this trial set (NCCL requires equal NCCL_ALGO,
-      // NCCL_PROTO, ... on all ranks): forwarded in the launcher's own way.
-      std::vector<std::string> names = {kNcclControlSecretVar};
-      for (const auto& p : space.params()) {
-        if (!p.env.empty() && std::getenv(p.env.c_str()) &&
-            std::find(names.begin(), names.end(), p.env) == names.end()) {
-          names.push_back(p.env);
-        }
-      }
-      const auto forward = nccl_forward_env_args(launcher_kind(argv[0]), names);
-      argv.insert(argv.begin() + 1, forward.begin(), forward.end());
+    if (nodes_ > 1) {
+      std::vector<std::string> argv = launcher_argv(space);
       argv.push_back(exe);
       argv.push_back("__nccl-rank");
       argv.push_back(req.dump());
-      ACCELTUNE_TRY(spawn(argv));
-    } else {
-      for (int r = 0; r < ranks_; ++r) {
-        Json rr = req;
-        rr["rank"] = r;
-        rr["device"] = r;
-        ACCELTUNE_TRY(spawn({exe, "__nccl-rank", rr.dump()}));
-      }
+      return spawn_rank(argv, s);
     }
+    for (int r = 0; r < ranks_; ++r) {
+      Json rr = req;
+      rr["rank"] = r;
+      rr["device"] = r;
+      ACCELTUNE_TRY(spawn_rank({exe, "__nccl-rank", rr.dump()}, s));
+    }
+    return {};
+  }
 
-    // Every rank connects and says hello once its communicator is up (or why it is not).
+  // Every rank connects and says hello once its communicator is up (or why it is not).
+  Status await_ranks(Session& s, const std::string& secret) const {
     std::vector<LineChannel> pending;
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(init_timeout_seconds_ + 2);
     while (static_cast<int>(pending.size()) < ranks_) {
@@ -401,34 +442,33 @@ class Nccl final : public Kernel {
         return runtime_error("{} of {} ranks did not start within {} seconds", ranks_ - static_cast<int>(pending.size()),
                              ranks_, init_timeout_seconds_ + 2);
       }
-      pollfd p{s->listen_fd, POLLIN, 0};
+      pollfd p{s.listen_fd, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) > 0) {
         std::string refused;
-        auto ch = accept_rank(s->listen_fd, secret, 5.0, &refused);
+        auto ch = accept_rank(s.listen_fd, secret, 5.0, &refused);
         if (ch && ch->open()) pending.push_back(std::move(*ch));
         if (!refused.empty()) std::fprintf(stderr, "acceltune: nccl: %s\n", refused.c_str());
       }
-      for (pid_t pid : s->pids) {
+      for (pid_t pid : s.pids) {
         int status = 0;
         if (::waitpid(pid, &status, WNOHANG) == pid) {
-          s->pids.erase(std::find(s->pids.begin(), s->pids.end(), pid));
+          s.pids.erase(std::find(s.pids.begin(), s.pids.end(), pid));
           return runtime_error("a rank process exited before it joined (status {})", status);
         }
       }
     }
-    s->ranks.resize(static_cast<size_t>(ranks_));
+    s.ranks.resize(static_cast<size_t>(ranks_));
     for (auto& ch : pending) {
       const double left = std::max(0.1, std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count());
       auto hello = ch.receive(left);
       if (!hello) return runtime_error("a rank did not finish NCCL initialisation: {} (within the init timeout)", hello.error().message);
       if (!hello->value("ok", false)) return runtime_error("{}", hello->value("error", "a rank failed to initialise"));
       const int r = hello->value("rank", -1);
-      if (r < 0 || r >= ranks_ || s->ranks[static_cast<size_t>(r)].open()) return runtime_error("a rank announced a bad rank number {}", r);
-      s->nccl_version = hello->value("nccl_version", 0);
-      if (r == 0) s->nccl_config = hello->value("nccl_config", Json::object());
-      s->ranks[static_cast<size_t>(r)] = std::move(ch);
+      if (r < 0 || r >= ranks_ || s.ranks[static_cast<size_t>(r)].open()) return runtime_error("a rank announced a bad rank number {}", r);
+      s.nccl_version = hello->value("nccl_version", 0);
+      if (r == 0) s.nccl_config = hello->value("nccl_config", Json::object());
+      s.ranks[static_cast<size_t>(r)] = std::move(ch);
     }
-    session_ = std::move(s);
     return {};
   }
 

@@ -1,8 +1,6 @@
 // The definitions behind kernels/gpu/nccl_common.hpp: what the nccl kernel knows without NCCL.
 #include "kernels/gpu/nccl_common.hpp"
 
-#include "kernels/shared/collectives.hpp"
-
 #include <algorithm>
 #include <cstdlib>
 
@@ -11,27 +9,27 @@ extern char** environ;
 namespace acceltune {
 
 const std::vector<std::string>& nccl_op_names() {
-  static const std::vector<std::string> names = {"allreduce", "allgather", "reduce_scatter", "broadcast",
-                                                 "reduce",    "alltoall",  "sendrecv"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& row : collective_rows()) {
+      if (row.nccl_kernel) out.emplace_back(row.name);
+    }
+    return out;
+  }();
   return names;
 }
 
 std::optional<NcclOp> nccl_op_from_string(std::string_view name) {
-  const auto& names = nccl_op_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<NcclOp>(i);
-  }
-  return std::nullopt;
+  const CollectiveRow* row = find_collective(name);
+  if (!row || !row->nccl_kernel) return std::nullopt;
+  return row->op;
 }
 
-std::string_view to_string(NcclOp op) { return nccl_op_names()[static_cast<size_t>(op)]; }
-
-double nccl_busbw_factor(NcclOp op, int nranks) { return busbw_factor(to_string(op), nranks); }
+double nccl_busbw_factor(NcclOp op, int nranks) { return busbw_factor(collective_row(op), nranks); }
 
 uint64_t nccl_effective_bytes(NcclOp op, uint64_t bytes, int nranks) {
   uint64_t elements = bytes / sizeof(float);
-  const bool split = op == NcclOp::allgather || op == NcclOp::reduce_scatter || op == NcclOp::alltoall;
-  if (split) elements = elements / static_cast<uint64_t>(nranks) * static_cast<uint64_t>(nranks);
+  if (collective_row(op).split) elements = elements / static_cast<uint64_t>(nranks) * static_cast<uint64_t>(nranks);
   return elements * sizeof(float);
 }
 

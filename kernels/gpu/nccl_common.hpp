@@ -1,6 +1,7 @@
-// What the nccl kernel knows without NCCL: its collectives, the bus bandwidth factors of
-// nccl-tests, the sizes each collective moves, and which algorithm/protocol choices a GPU
-// cannot run. Built on every machine so it is tested where no GPU is.
+// What the nccl kernel knows without NCCL: its collectives (the rows of tuner/collectives.hpp it
+// runs), the bus bandwidth factors of nccl-tests, the sizes each collective moves, and which
+// algorithm/protocol choices a GPU cannot run. Built on every machine so it is tested where no
+// GPU is.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tuner/collectives.hpp"
+
 namespace acceltune {
 
-enum class NcclOp { allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, sendrecv };
+using NcclOp = CollectiveOp;
 
+// The collectives the nccl kernel runs, by name (to_string(NcclOp) is the row's name).
 std::optional<NcclOp> nccl_op_from_string(std::string_view name);
-std::string_view to_string(NcclOp op);
 const std::vector<std::string>& nccl_op_names();
 
 // busbw = algbw x factor (nccl-tests): 2(n-1)/n allreduce; (n-1)/n allgather, reduce_scatter,

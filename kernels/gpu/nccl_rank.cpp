@@ -134,14 +134,9 @@ class Rank {
     return runtime_error("rank {}: {}: {} ({})", rank_, what, ncclGetErrorString(r), ncclGetLastError(comm_));
   }
 
-  uint64_t send_count() const {
-    const uint64_t c = bytes_ / sizeof(float);
-    return op_ == NcclOp::allgather ? c / static_cast<uint64_t>(nranks_) : c;
-  }
-  uint64_t recv_count() const {
-    const uint64_t c = bytes_ / sizeof(float);
-    return op_ == NcclOp::reduce_scatter ? c / static_cast<uint64_t>(nranks_) : c;
-  }
+  Shares shares() const { return collective_shares(collective_row(op_), bytes_ / sizeof(float), nranks_); }
+  uint64_t send_count() const { return shares().send; }
+  uint64_t recv_count() const { return shares().recv; }
 
   Status setup(uint64_t bytes) {
     bytes_ = nccl_effective_bytes(op_, bytes, nranks_);
@@ -235,36 +230,15 @@ class Rank {
 
   // Empty when the received data is what the collective must produce.
   Expected<std::string> check() {
-    if (op_ == NcclOp::reduce && rank_ != 0) return std::string();  // only the root receives
+    const CollectiveRow& row = collective_row(op_);
+    if (row.root_only_receives && rank_ != 0) return std::string();
     std::vector<float> got(recv_count());
     if (cudaMemcpy(got.data(), recv_, got.size() * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
       return runtime_error("rank {}: cannot read the result back", rank_);
     }
-    const auto n = static_cast<uint64_t>(nranks_);
-    const uint64_t me = static_cast<uint64_t>(rank_);
+    const uint64_t block = shares().block;
     for (uint64_t i = 0; i < got.size(); ++i) {
-      float want = 0;
-      switch (op_) {
-        case NcclOp::allreduce:
-        case NcclOp::reduce:
-          for (int q = 0; q < nranks_; ++q) want += element(q, i);
-          break;
-        case NcclOp::allgather: {
-          const uint64_t sc = got.size() / n;
-          want = element(static_cast<int>(i / sc), i % sc);
-          break;
-        }
-        case NcclOp::reduce_scatter:
-          for (int q = 0; q < nranks_; ++q) want += element(q, me * got.size() + i);
-          break;
-        case NcclOp::broadcast: want = element(0, i); break;
-        case NcclOp::alltoall: {
-          const uint64_t c = got.size() / n;
-          want = element(static_cast<int>(i / c), me * c + i % c);
-          break;
-        }
-        case NcclOp::sendrecv: want = element((rank_ + nranks_ - 1) % nranks_, i); break;
-      }
+      const float want = expected_element(row, element, rank_, nranks_, i, block);
       if (got[i] != want) {
         return fmt::format("rank {}: element {} of {} is {}, expected {}", rank_, i, to_string(op_), got[i], want);
       }

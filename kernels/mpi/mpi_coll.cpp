@@ -312,7 +312,7 @@ class MpiColl final : public Kernel {
   Json link() const override { return under_launcher() ? Json(nullptr) : Json{{"kind", "host-memory"}}; }
 
   Status attach(Space& space) override {
-    coll_ = find_collective(space.operation());
+    coll_ = find_mpi_collective(space.operation());
     if (!coll_) {
       return input_error("{}: operation '{}' is not a collective of mpi-coll ({})", space.source(), space.operation(),
                          collective_names());
@@ -359,7 +359,7 @@ class MpiColl final : public Kernel {
 
   Measurement measure(const Space& space, const Config& config, uint64_t bytes, const MeasureSettings& settings,
                       const MeasureContext& ctx) override {
-    Json request{{"op", "measure"},          {"operation", coll_->name},
+    Json request{{"op", "measure"},          {"operation", std::string(coll_->mpi_name)},
                  {"sizes", Json::array({bytes})},         {"measure", settings.to_json()},
                  {"trial", ctx.trial_number}, {"deadline_seconds", trial_deadline_seconds(settings, bytes)}};
     Measurement failed;
@@ -522,7 +522,7 @@ class MpiColl final : public Kernel {
     return env;
   }
 
-  const Collective* coll_ = nullptr;
+  const CollectiveRow* coll_ = nullptr;
   int ranks_ = 2;
   std::string launcher_;
   std::vector<std::string> launcher_args_;

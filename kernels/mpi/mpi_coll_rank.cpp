@@ -1,4 +1,4 @@
-// mpi-coll's rank engine: what runs inside each MPI rank. The collectives' table, the MPI_T
+// mpi-coll's rank engine: what runs inside each MPI rank. The collectives' calls, the MPI_T
 // control variables a trial writes, the watchdog that ends a hung rank, the Engine (rank 0 leads,
 // the others follow; each request is timed and checked on every rank) and `acceltune __mpi-rank
 // DIR`, one rank of a job the kernel (mpi_coll.cpp) launches per trial.
@@ -16,36 +16,21 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/shared/collectives.hpp"
 #include "tuner/service.hpp"
 
 namespace acceltune::mpi_coll {
-namespace {
-
-namespace fs = std::filesystem;
-
-// The collectives MPI runs here; their busbw factors are the shared table's (kernels/shared/collectives).
-const Collective kCollectives[] = {
-    {Op::allreduce, "allreduce"}, {Op::allgather, "allgather"}, {Op::reduce_scatter, "reduce_scatter"},
-    {Op::bcast, "bcast"},         {Op::alltoall, "alltoall"},
-};
-
-}  // namespace
-
-const Collective* find_collective(const std::string& name) {
-  for (const auto& c : kCollectives) {
-    if (name == c.name) return &c;
-  }
-  return nullptr;
-}
 
 std::string collective_names() {
   std::string s;
-  for (const auto& c : kCollectives) s += (s.empty() ? "" : ", ") + std::string(c.name);
+  for (const auto& c : collective_rows()) {
+    if (!c.mpi_name.empty()) s += (s.empty() ? "" : ", ") + std::string(c.mpi_name);
+  }
   return s;
 }
 
 namespace {
+
+namespace fs = std::filesystem;
 
 // The value rank r contributes at index i: never zero, small integers so float sums are exact.
 inline float input_value(int r, size_t i) { return static_cast<float>(1 + r + static_cast<int>(i % 13)); }
@@ -294,7 +279,7 @@ Json Engine::execute(const Json& req) {
     m.error = text;
     out.push_back(m.to_json());
   } else {
-    const Collective* coll = find_collective(req.value("operation", ""));
+    const CollectiveRow* coll = find_mpi_collective(req.value("operation", ""));
     const MeasureSettings ms = MeasureSettings::from_json(req.value("measure", Json::object()));
     for (uint64_t bytes : sizes) {
       State local = State::ok;
@@ -311,23 +296,23 @@ Json Engine::execute(const Json& req) {
   return Json{{"measurements", out}};
 }
 
-Measurement Engine::measure_size(const Collective& coll, uint64_t bytes, const MeasureSettings& ms, int exit_rank,
+Measurement Engine::measure_size(const CollectiveRow& coll, uint64_t bytes, const MeasureSettings& ms, int exit_rank,
                                  MPI_Comm comm, State& local) {
   const int n = size_;
   const size_t elements = std::max<size_t>(1, bytes / sizeof(float));
-  const bool split = coll.op == Op::allgather || coll.op == Op::reduce_scatter || coll.op == Op::alltoall;
   // Per-rank blocks of the split collectives; each call moves `moved` bytes (nccl-tests' size).
-  const size_t block = split ? std::max<size_t>(1, elements / static_cast<size_t>(n)) : elements;
-  const size_t total = split ? block * static_cast<size_t>(n) : elements;
+  const size_t total = coll.split ? std::max<size_t>(1, elements / static_cast<size_t>(n)) * static_cast<size_t>(n)
+                                  : elements;
+  const Shares shares = collective_shares(coll, total, n);
+  const size_t block = shares.block;
   const uint64_t moved = total * sizeof(float);
-  const size_t send_len = coll.op == Op::allgather ? block : total;
-  const size_t recv_len = coll.op == Op::reduce_scatter ? block : total;
   // Allocated and first touched before any timing.
-  std::vector<float> send(send_len), recv(recv_len, 0.0f);
-  for (size_t i = 0; i < send_len; ++i) send[i] = input_value(rank_, i);
-  if (coll.op == Op::bcast && rank_ == 0) recv = send;
+  std::vector<float> send(shares.send), recv(shares.recv, 0.0f);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = input_value(rank_, i);
+  // MPI_Bcast sends the root's receive buffer.
+  if (coll.op == CollectiveOp::broadcast && rank_ == 0) recv = send;
   std::vector<int> counts(static_cast<size_t>(n), static_cast<int>(block));
-  const int count = static_cast<int>(coll.op == Op::allreduce || coll.op == Op::bcast ? elements : block);
+  const int count = static_cast<int>(block);  // per call: the whole message, or one rank's block
 
   if (exit_rank == rank_) {
     std::fprintf(stderr, "acceltune: rank %d exits on request (ACCELTUNE_MPI_EXIT_RANK)\n", rank_);
@@ -342,13 +327,18 @@ Measurement Engine::measure_size(const Collective& coll, uint64_t bytes, const M
 
   auto call = [&] {
     switch (coll.op) {
-      case Op::allreduce: MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm); break;
-      case Op::allgather: MPI_Allgather(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm); break;
-      case Op::reduce_scatter:
+      case CollectiveOp::allreduce: MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm); break;
+      case CollectiveOp::allgather:
+        MPI_Allgather(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
+        break;
+      case CollectiveOp::reduce_scatter:
         MPI_Reduce_scatter(send.data(), recv.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm);
         break;
-      case Op::bcast: MPI_Bcast(recv.data(), count, MPI_FLOAT, 0, comm); break;
-      case Op::alltoall: MPI_Alltoall(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm); break;
+      case CollectiveOp::broadcast: MPI_Bcast(recv.data(), count, MPI_FLOAT, 0, comm); break;
+      case CollectiveOp::alltoall:
+        MPI_Alltoall(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
+        break;
+      default: break;  // a row without an MPI name never reaches here
     }
   };
   std::vector<double> times;
@@ -410,7 +400,7 @@ Measurement Engine::measure_size(const Collective& coll, uint64_t bytes, const M
   }
   m.bytes = moved;
   finish_bandwidth(m);
-  const double factor = busbw_factor(coll.name, n);
+  const double factor = busbw_factor(coll, n);
   const double algbw = m.value;
   m.value *= factor;
   m.value_p10 *= factor;
@@ -426,24 +416,11 @@ Measurement Engine::measure_size(const Collective& coll, uint64_t bytes, const M
   return m;
 }
 
-std::string Engine::validate(const Collective& coll, const std::vector<float>& recv, size_t block) const {
-  const int n = size_;
-  const float base = static_cast<float>(n + n * (n - 1) / 2);
+std::string Engine::validate(const CollectiveRow& coll, const std::vector<float>& recv, size_t block) const {
   for (size_t i = 0; i < recv.size(); ++i) {
-    float want = 0;
-    switch (coll.op) {
-      case Op::allreduce: want = base + static_cast<float>(n * static_cast<int>(i % 13)); break;
-      case Op::allgather: want = input_value(static_cast<int>(i / block), i % block); break;
-      case Op::reduce_scatter:
-        want = base + static_cast<float>(n * static_cast<int>((static_cast<size_t>(rank_) * block + i) % 13));
-        break;
-      case Op::bcast: want = input_value(0, i); break;
-      case Op::alltoall:
-        want = input_value(static_cast<int>(i / block), static_cast<size_t>(rank_) * block + i % block);
-        break;
-    }
+    const float want = expected_element(coll, input_value, rank_, size_, i, block);
     if (recv[i] != want) {
-      return fmt::format("{} result differs from the expected one at element {}: {} instead of {}", coll.name, i,
+      return fmt::format("{} result differs from the expected one at element {}: {} instead of {}", coll.mpi_name, i,
                          recv[i], want);
     }
   }

@@ -1,4 +1,4 @@
-// mpi-coll's rank engine as the kernel (mpi_coll.cpp) uses it: the collectives, the lookup of
+// mpi-coll's rank engine as the kernel (mpi_coll.cpp) uses it: the collectives' names, the lookup of
 // MPI_T control variables, the Engine that every rank runs, and MPI's start and end. The
 // definitions, with the watchdog of a rank and the `acceltune __mpi-rank` mode, are in
 // mpi_coll_rank.cpp.
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/collectives.hpp"
 #include "tuner/expected.hpp"
 #include "tuner/measurement.hpp"
 #include "tuner/value.hpp"
@@ -23,16 +24,8 @@
 namespace acceltune::mpi_coll {
 
 // ---------------------------------------------------------------------------------------------
-// Collectives: one descriptor each, busbw factors in one table (nccl-tests' definitions).
+// Collectives: the rows of tuner/collectives.hpp with an MPI name, found by it.
 
-enum class Op { allreduce, allgather, reduce_scatter, bcast, alltoall };
-
-struct Collective {
-  Op op;
-  const char* name;  // also its row in the shared collectives' table (busbw factor)
-};
-
-const Collective* find_collective(const std::string& name);
 std::string collective_names();
 
 // ---------------------------------------------------------------------------------------------
@@ -79,10 +72,10 @@ class Engine {
   Json execute(const Json& req);
 
   // Every rank returns the state the ranks agreed on; `local` is what this rank saw itself.
-  Measurement measure_size(const Collective& coll, uint64_t bytes, const MeasureSettings& ms, int exit_rank,
+  Measurement measure_size(const CollectiveRow& coll, uint64_t bytes, const MeasureSettings& ms, int exit_rank,
                            MPI_Comm comm, State& local);
 
-  std::string validate(const Collective& coll, const std::vector<float>& recv, size_t block) const;
+  std::string validate(const CollectiveRow& coll, const std::vector<float>& recv, size_t block) const;
 
   // Each rank's view of every outcome, for checking that the ranks agree: the state it returns
   // (the agreed one) and the one it saw itself.

@@ -18,6 +18,7 @@
 
 #include "kernels/shared/child_process.hpp"
 #include "tuner/binary.hpp"
+#include "tuner/collectives.hpp"
 #include "tuner/delivery.hpp"
 
 namespace acceltune {
@@ -26,8 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kClientName = "acceltune-mpi-client";
-// The collectives the client times (kernels/mpi_client.c), with the kernel's names.
-const char* const kClientOps[] = {"allreduce", "bcast", "allgather", "reduce_scatter", "alltoall"};
 // Per size: untimed calls, then calls timed one by one. Enough for a stable median of small
 // messages while a job over the usual sizes stays around a second, most of it mpirun's start.
 constexpr int kWarmupCalls = 20;
@@ -190,9 +189,12 @@ Expected<std::unique_ptr<DeliverySession>> open_mpi_session(const Json& study) {
   const Json workload = study.is_object() ? study.value("workload", Json::object()) : Json::object();
   const Json space = study.is_object() ? study.value("space", Json::object()) : Json::object();
   const std::string op = workload.value("operation", std::string());
-  if (std::find(std::begin(kClientOps), std::end(kClientOps), op) == std::end(kClientOps)) {
+  // The client (kernels/mpi/mpi_client.c) times every collective with an MPI name, by that name.
+  if (!find_mpi_collective(op)) {
     std::string names;
-    for (const char* n : kClientOps) names += (names.empty() ? "" : ", ") + std::string(n);
+    for (const auto& row : collective_rows()) {
+      if (!row.mpi_name.empty()) names += (names.empty() ? "" : ", ") + std::string(row.mpi_name);
+    }
     return input_error("acceltune verify: the study's operation '{}' is not one the MPI client times ({})", op, names);
   }
   const Json ranks_json = workload.contains("ranks") ? workload["ranks"] : space.value("ranks", Json(2));

@@ -49,6 +49,150 @@ using verbs::load_byte;
 using verbs::recv_all;
 using verbs::send_all;
 
+// The far end's answer to a step: ok, or its message.
+Status far_status(int fd) {
+  int32_t ok = 0, len = 0;
+  ACCELTUNE_TRY(recv_all(fd, &ok, sizeof ok, kStepTimeoutSeconds));
+  ACCELTUNE_TRY(recv_all(fd, &len, sizeof len, kStepTimeoutSeconds));
+  std::string msg(static_cast<size_t>(std::max(0, len)), '\0');
+  ACCELTUNE_TRY(recv_all(fd, msg.data(), msg.size(), kStepTimeoutSeconds));
+  if (!ok) return runtime_error("far end: {}", msg);
+  return {};
+}
+
+// A bandwidth sample: `runs` messages round-robin over the queue pairs, each kept at most
+// `outstanding` deep, one signalled completion per `signal_every` work requests; its seconds.
+class Stream {
+ public:
+  Stream(End& end, const EndInfo& far, const Settings& s, Verb verb, uint64_t bytes, bool inl)
+      : end_(end), far_(far), s_(s), verb_(verb), bytes_(bytes), inl_(inl), qps_(end.qp_count()),
+        in_flight_(qps_, 0), since_signal_(qps_, 0), batch_(qps_) {}
+
+  Expected<double> operator()(int64_t runs) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < runs; ++i) {
+      const size_t q = static_cast<size_t>(i) % qps_;
+      // A full queue, or every slot held by unsignalled WRs, waits for a completion.
+      while (in_flight_[q] >= s_.outstanding) ACCELTUNE_TRY(reap(true));
+      const bool last = i + static_cast<int64_t>(qps_) >= runs;  // each QP's last WR of the sample
+      ACCELTUNE_TRY(post(q, last || in_flight_[q] + 1 >= s_.outstanding));
+    }
+    for (size_t q = 0; q < qps_; ++q) {
+      while (in_flight_[q] > 0) ACCELTUNE_TRY(reap(true));
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  Status post(size_t q, bool force_signal) {
+    ibv_sge sge{reinterpret_cast<uint64_t>(end_.buf()), static_cast<uint32_t>(bytes_), end_.mr()->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = verb_ == Verb::write ? IBV_WR_RDMA_WRITE : verb_ == Verb::read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
+    if (verb_ != Verb::send) {
+      wr.wr.rdma.remote_addr = far_.addr;
+      wr.wr.rdma.rkey = far_.rkey;
+    }
+    ++since_signal_[q];
+    const bool signal = force_signal || since_signal_[q] >= s_.signal_every;
+    wr.send_flags = (signal ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u) | (inl_ ? static_cast<unsigned>(IBV_SEND_INLINE) : 0u);
+    wr.wr_id = q;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(end_.qp(q), &wr, &bad) != 0) return runtime_error("ibv_post_send: {}", std::strerror(errno));
+    ++in_flight_[q];
+    if (signal) {
+      batch_[q].push_back(since_signal_[q]);
+      since_signal_[q] = 0;
+    }
+    return {};
+  }
+
+  Status reap(bool block) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStepTimeoutSeconds);
+    for (;;) {
+      ibv_wc wc[64];
+      const int n = ibv_poll_cq(end_.cq(), 64, wc);
+      if (n < 0) return runtime_error("ibv_poll_cq failed");
+      for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS) return runtime_error("work request failed: {}", ibv_wc_status_str(wc[i].status));
+        const size_t q = wc[i].wr_id;
+        // A signalled completion stands for itself and the unsignalled ones before it.
+        in_flight_[q] -= batch_[q].front();
+        batch_[q].erase(batch_[q].begin());
+      }
+      if (n > 0 || !block) return {};
+      if (std::chrono::steady_clock::now() > until) return runtime_error("no completion within {} seconds", kStepTimeoutSeconds);
+    }
+  }
+
+  End& end_;
+  const EndInfo& far_;
+  const Settings& s_;
+  const Verb verb_;
+  const uint64_t bytes_;
+  const bool inl_;
+  const size_t qps_;
+  std::vector<int> in_flight_;        // posted, not yet known complete
+  std::vector<int> since_signal_;     // unsignalled WRs since the last signalled one
+  std::vector<std::vector<int>> batch_;  // per signalled WR: how many WRs it completes
+};
+
+// A latency sample: `runs` iterations of a ping-pong, a message out and the far end's answer
+// back, each tagged in its last byte with a value the previous one did not have; its seconds.
+class PingPong {
+ public:
+  PingPong(End& end, const EndInfo& far, Verb verb, uint64_t bytes, bool inl)
+      : end_(end), far_(far), verb_(verb), bytes_(bytes), inl_(inl) {}
+
+  Expected<double> operator()(int64_t runs) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < runs; ++i) {
+      tag_ = static_cast<unsigned char>(tag_ % 255 + 1);
+      if (verb_ == Verb::write) end_.buf()[bytes_ - 1] = tag_;
+      ACCELTUNE_TRY(end_.post_reply(verb_, far_, bytes_, inl_));
+      ACCELTUNE_TRY(await_answer(i));
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  // Until the message went and its answer came (a receive, or for a write the tag in place).
+  Status await_answer(int64_t i) {
+    bool sent = false, answered = false;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStepTimeoutSeconds);
+    for (uint64_t spins = 0; !(sent && answered); ++spins) {
+      ibv_wc wc[4];
+      const int n = ibv_poll_cq(end_.cq(), 4, wc);
+      if (n < 0) return runtime_error("ibv_poll_cq failed");
+      for (int k = 0; k < n; ++k) {
+        if (wc[k].status != IBV_WC_SUCCESS) {
+          return runtime_error("work request failed: {}", ibv_wc_status_str(wc[k].status));
+        }
+        if (wc[k].opcode & IBV_WC_RECV) {
+          answered = true;
+          ACCELTUNE_TRY(end_.post_recv(0, bytes_));
+        } else {
+          sent = true;
+        }
+      }
+      if (verb_ == Verb::write && !answered) answered = load_byte(end_.dest() + bytes_ - 1) == tag_;
+      if (spins % 4096 == 4095 && std::chrono::steady_clock::now() > until) {
+        return runtime_error("the far end did not answer message {} of the ping-pong within {} seconds", i + 1,
+                             kStepTimeoutSeconds);
+      }
+    }
+    return {};
+  }
+
+  End& end_;
+  const EndInfo& far_;
+  const Verb verb_;
+  const uint64_t bytes_;
+  const bool inl_;
+  unsigned char tag_ = 0;  // goes on across samples
+};
+
 class Verbs final : public Kernel {
  public:
   const NativeTable& native_table() const override {
@@ -212,19 +356,9 @@ class Verbs final : public Kernel {
 
   Status exchange_and_measure(int fd, const Settings& s, uint64_t bytes, bool ping_pong,
                               const MeasureSettings& settings, Measurement& m) {
-    auto far_status = [&]() -> Status {
-      int32_t ok = 0, len = 0;
-      ACCELTUNE_TRY(recv_all(fd, &ok, sizeof ok, kStepTimeoutSeconds));
-      ACCELTUNE_TRY(recv_all(fd, &len, sizeof len, kStepTimeoutSeconds));
-      std::string msg(static_cast<size_t>(std::max(0, len)), '\0');
-      ACCELTUNE_TRY(recv_all(fd, msg.data(), msg.size(), kStepTimeoutSeconds));
-      if (!ok) return runtime_error("far end: {}", msg);
-      return {};
-    };
-
     End end;
     ACCELTUNE_TRY(end.open(device_name_, port_, gid_index_, s, bytes, verb_ != Verb::read, ping_pong));
-    ACCELTUNE_TRY(far_status());
+    ACCELTUNE_TRY(far_status(fd));
     EndInfo far{};
     ACCELTUNE_TRY(recv_all(fd, &far, sizeof far, kStepTimeoutSeconds));
     const EndInfo mine = end.info();
@@ -232,118 +366,13 @@ class Verbs final : public Kernel {
     ACCELTUNE_TRY(end.connect(far, s.mtu));
     // A send ping-pong's answer needs a receive posted here before the first message goes.
     if (ping_pong && verb_ == Verb::send) ACCELTUNE_TRY(end.post_recv(0, bytes));
-    ACCELTUNE_TRY(far_status());
+    ACCELTUNE_TRY(far_status(fd));
 
-    const auto qps = end.qp_count();
     const bool inl = verb_ != Verb::read && bytes <= static_cast<uint64_t>(s.inline_bytes);
-    std::vector<int> in_flight(qps, 0);        // posted, not yet known complete
-    std::vector<int> since_signal(qps, 0);     // unsignalled WRs since the last signalled one
-    std::vector<std::vector<int>> batch(qps);  // per signalled WR: how many WRs it completes
-    auto post = [&](size_t q, bool force_signal) -> Status {
-      ibv_sge sge{reinterpret_cast<uint64_t>(end.buf()), static_cast<uint32_t>(bytes), end.mr()->lkey};
-      ibv_send_wr wr{};
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.opcode = verb_ == Verb::write ? IBV_WR_RDMA_WRITE : verb_ == Verb::read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
-      if (verb_ != Verb::send) {
-        wr.wr.rdma.remote_addr = far.addr;
-        wr.wr.rdma.rkey = far.rkey;
-      }
-      ++since_signal[q];
-      const bool signal = force_signal || since_signal[q] >= s.signal_every;
-      wr.send_flags = (signal ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u) | (inl ? static_cast<unsigned>(IBV_SEND_INLINE) : 0u);
-      wr.wr_id = q;
-      ibv_send_wr* bad = nullptr;
-      if (ibv_post_send(end.qp(q), &wr, &bad) != 0) return runtime_error("ibv_post_send: {}", std::strerror(errno));
-      ++in_flight[q];
-      if (signal) {
-        batch[q].push_back(since_signal[q]);
-        since_signal[q] = 0;
-      }
-      return {};
-    };
-    auto reap = [&](bool block) -> Status {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStepTimeoutSeconds);
-      for (;;) {
-        ibv_wc wc[64];
-        const int n = ibv_poll_cq(end.cq(), 64, wc);
-        if (n < 0) return runtime_error("ibv_poll_cq failed");
-        for (int i = 0; i < n; ++i) {
-          if (wc[i].status != IBV_WC_SUCCESS) return runtime_error("work request failed: {}", ibv_wc_status_str(wc[i].status));
-          const size_t q = wc[i].wr_id;
-          // A signalled completion stands for itself and the unsignalled ones before it.
-          in_flight[q] -= batch[q].front();
-          batch[q].erase(batch[q].begin());
-        }
-        if (n > 0 || !block) return {};
-        if (std::chrono::steady_clock::now() > until) return runtime_error("no completion within {} seconds", kStepTimeoutSeconds);
-      }
-    };
-    auto sample = [&](int64_t runs) -> Expected<double> {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < runs; ++i) {
-        const size_t q = static_cast<size_t>(i) % qps;
-        // A full queue, or every slot held by unsignalled WRs, waits for a completion.
-        while (in_flight[q] >= s.outstanding) ACCELTUNE_TRY(reap(true));
-        const bool last = i + static_cast<int64_t>(qps) >= runs;  // each QP's last WR of the sample
-        ACCELTUNE_TRY(post(q, last || in_flight[q] + 1 >= s.outstanding));
-      }
-      for (size_t q = 0; q < qps; ++q) {
-        while (in_flight[q] > 0) ACCELTUNE_TRY(reap(true));
-      }
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    // One iteration of a ping-pong: a message out and the far end's answer back, each tagged in
-    // its last byte with a value the previous one did not have.
-    unsigned char tag = 0;
-    auto ping = [&](int64_t runs) -> Expected<double> {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < runs; ++i) {
-        tag = static_cast<unsigned char>(tag % 255 + 1);
-        if (verb_ == Verb::write) end.buf()[bytes - 1] = tag;
-        ACCELTUNE_TRY(end.post_reply(verb_, far, bytes, inl));
-        bool sent = false, answered = false;
-        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStepTimeoutSeconds);
-        for (uint64_t spins = 0; !(sent && answered); ++spins) {
-          ibv_wc wc[4];
-          const int n = ibv_poll_cq(end.cq(), 4, wc);
-          if (n < 0) return runtime_error("ibv_poll_cq failed");
-          for (int k = 0; k < n; ++k) {
-            if (wc[k].status != IBV_WC_SUCCESS) {
-              return runtime_error("work request failed: {}", ibv_wc_status_str(wc[k].status));
-            }
-            if (wc[k].opcode & IBV_WC_RECV) {
-              answered = true;
-              ACCELTUNE_TRY(end.post_recv(0, bytes));
-            } else {
-              sent = true;
-            }
-          }
-          if (verb_ == Verb::write && !answered) answered = load_byte(end.dest() + bytes - 1) == tag;
-          if (spins % 4096 == 4095 && std::chrono::steady_clock::now() > until) {
-            return runtime_error("the far end did not answer message {} of the ping-pong within {} seconds", i + 1,
-                                 kStepTimeoutSeconds);
-          }
-        }
-      }
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    if (ping_pong) m = measure_external(bytes, ping, settings);
-    else m = measure_external(bytes, sample, settings);
+    if (ping_pong) m = measure_external(bytes, PingPong(end, far, verb_, bytes, inl), settings);
+    else m = measure_external(bytes, Stream(end, far, s, verb_, bytes, inl), settings);
     if (m.state == State::failed) return runtime_error("{}", m.error);
-
-    bool good = true;
-    if (verb_ == Verb::read) {
-      for (size_t i = 0; i < bytes && good; ++i) good = end.buf()[i] == pattern_byte(i);
-    } else {
-      // A ping-pong's answers land here too.
-      good = !ping_pong || end.arrived_intact(bytes, true);
-      const int32_t check = kCmdCheck;
-      ACCELTUNE_TRY(send_all(fd, &check, sizeof check));
-      int32_t ok = 0;
-      ACCELTUNE_TRY(recv_all(fd, &ok, sizeof ok, kStepTimeoutSeconds));
-      good = good && ok != 0;
-    }
+    ACCELTUNE_TRY_ASSIGN(const bool good, arrived_intact(fd, end, bytes, ping_pong));
     if (!good) {
       m.state = State::invalid;
       m.error = "the data that arrived does not match what was sent";
@@ -357,6 +386,22 @@ class Verbs final : public Kernel {
     m.details["inline"] = inl;
     m.details["path_mtu_bytes"] = s.mtu;
     return {};
+  }
+
+  // Whether the data arrived as sent: read here, written or sent there (the far end checks).
+  Expected<bool> arrived_intact(int fd, End& end, uint64_t bytes, bool ping_pong) const {
+    bool good = true;
+    if (verb_ == Verb::read) {
+      for (size_t i = 0; i < bytes && good; ++i) good = end.buf()[i] == pattern_byte(i);
+      return good;
+    }
+    // A ping-pong's answers land here too.
+    good = !ping_pong || end.arrived_intact(bytes, true);
+    const int32_t check = kCmdCheck;
+    ACCELTUNE_TRY(send_all(fd, &check, sizeof check));
+    int32_t ok = 0;
+    ACCELTUNE_TRY(recv_all(fd, &ok, sizeof ok, kStepTimeoutSeconds));
+    return good && ok != 0;
   }
 
   Verb verb_ = Verb::write;
