@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct BringupArgs {
-  std::string time_limit = "10m";
+  double time_limit_seconds = 600;
   std::string out, only, skip;
   int certify_rounds = 4;
   int verify_rounds = 3;
@@ -228,10 +228,7 @@ std::string comment_block(const std::string& text) {
 }
 
 int cmd_bringup(const BringupArgs& a) {
-  const auto limit = bringup::parse_duration(a.time_limit);
-  if (!limit) {
-    return fail(input_error("--time-limit '{}' is not a duration (use 90s, 2m, 1h or 1m30s)", a.time_limit));
-  }
+  const double limit = a.time_limit_seconds;
   const auto started = Clock::now();
   const std::string started_at = utc_now_iso8601();
   const Json probe = probe_fingerprint();
@@ -241,10 +238,10 @@ int cmd_bringup(const BringupArgs& a) {
   std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
   if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
   const double minimum = bringup::minimum_seconds(studies);
-  if (*limit < minimum) {
+  if (limit < minimum) {
     return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
                             "runs: give at least {} (or fewer families with --only)",
-                            a.time_limit, studies.size(), format_seconds(minimum)));
+                            format_seconds(limit), studies.size(), format_seconds(minimum)));
   }
   const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
   std::error_code ec;
@@ -262,7 +259,7 @@ int cmd_bringup(const BringupArgs& a) {
   const bool tty = stderr_is_terminal();
 
   std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies.size(),
-              format_seconds(*limit).c_str(), bundle.string().c_str());
+              format_seconds(limit).c_str(), bundle.string().c_str());
   for (const auto& f : *families) {
     if (f.skipped.empty()) {
       std::string names;
@@ -275,7 +272,7 @@ int cmd_bringup(const BringupArgs& a) {
   std::fflush(stdout);
 
   std::vector<Run> runs;
-  double left = *limit;
+  double left = limit;
   for (size_t i = 0; i < studies.size(); ++i) {
     if (cancel_requested()) {
       Run r;
@@ -390,7 +387,7 @@ int cmd_bringup(const BringupArgs& a) {
   summary["started"] = started_at;
   summary["finished"] = utc_now_iso8601();
   summary["seconds"] = std::chrono::duration<double>(Clock::now() - started).count();
-  summary["time_limit_seconds"] = *limit;
+  summary["time_limit_seconds"] = limit;
   summary["partial"] = cancelled_by != 0;
   summary["cancelled_by"] = cancelled_by ? Json(signal_name(cancelled_by)) : Json(nullptr);
   summary["fingerprint"] = probe;
@@ -489,9 +486,9 @@ void add_bringup_command(CLI::App& app, CommandList& list) {
   auto* cmd = app.add_subcommand(
       "bringup",
       "tune every path this node has (host memory, TCP, UCX, MPI, CUDA, NCCL, RDMA) and write one bundle for its jobs");
-  cmd->add_option("--time-limit", a->time_limit,
-                  "searching time for all families together (90s, 2m, 1h; default 10m); certification and delivered "
-                  "measurements come after it");
+  add_duration_option(cmd, "--time-limit", a->time_limit_seconds,
+                      "searching time for all families together (default 10m); certification and delivered "
+                      "measurements come after it");
   cmd->add_option("--out", a->out, "the bundle folder (default: a new one under acceltune-results/)");
   cmd->add_option("--only", a->only, "tune only these families (comma-separated: host,tcp,ucx,mpi,cuda,nccl,rdma)");
   cmd->add_option("--skip", a->skip, "leave these families out (comma-separated)");
