@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "kernels/shared/peer.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"

@@ -145,18 +145,6 @@ TEST(BringupTime, SharesFollowTheWeightsAndWhatIsLeftFlowsOn) {
   EXPECT_DOUBLE_EQ(share_seconds({}, 50), 0);
 }
 
-TEST(BringupTime, DurationsTakeUnits) {
-  EXPECT_EQ(parse_duration("2m"), 120);
-  EXPECT_EQ(parse_duration("90s"), 90);
-  EXPECT_EQ(parse_duration("1h"), 3600);
-  EXPECT_EQ(parse_duration("1m30s"), 90);
-  EXPECT_EQ(parse_duration("45"), 45);
-  EXPECT_EQ(parse_duration("1.5m"), 90);
-  for (const char* bad : {"", "abc", "2x", "-1m", "0", "0s", "1m30", "m", "nan", "inf"}) {
-    EXPECT_FALSE(parse_duration(bad)) << bad;
-  }
-}
-
 // A finished study as contribution_of leaves it: the kernel, the space and its plan's variables.
 StudyData study_of(const std::string& space, const std::string& kernel) {
   StudyData d;

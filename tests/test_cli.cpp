@@ -37,6 +37,43 @@ TEST(Cli, BadUsageExitsTwo) {
   EXPECT_NE(sz.err.find("12Q"), std::string::npos);
 }
 
+// Every option that takes a duration reads the same forms, and says them when refusing one.
+TEST(Cli, DurationsTakeOneGrammar) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv", test::landscape_csv());
+  auto r = run_cli({"search", "--space", "land.csv", "--budget", "2", "--certify-top", "0", "--time-limit", "1m30s",
+                    "--trial-timeout", "2m", "--thermal-wait", "0", "--out", "a"},
+                   dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("budget reached"), std::string::npos) << r.out;
+  // Read as seconds: a millisecond is over before the first trial (and the study has none, exit 1).
+  r = run_cli({"search", "--space", "land.csv", "--budget", "50", "--certify-top", "0", "--time-limit", "0.001s",
+               "--out", "b"},
+              dir.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("time limit reached"), std::string::npos) << r.out;
+
+  r = run_cli({"search", "--space", "land.csv", "--trial-timeout", "5x"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--trial-timeout '5x' is not a duration (use 90s, 2m, 1h, 1m30s or plain seconds"),
+            std::string::npos)
+      << r.err;
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"search", "--time-limit", "-1m"}, {"search", "--max-seconds", "2h"},
+        {"search", "--thermal-wait", "2h"}, {"bench", "--space", "host-copy", "--max-seconds", "0"},
+        {"serve", "--max-session-seconds", "soon"}, {"bringup", "--time-limit", "0"}}) {
+    r = run_cli(bad, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << bad[1] << " " << bad.back();
+    EXPECT_NE(r.err.find(bad[bad.size() - 2] + " '" + bad.back() + "'"), std::string::npos) << r.err;
+  }
+  for (const char* command : {"search", "bench", "serve", "bringup"}) {
+    r = run_cli({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("DURATION"), std::string::npos) << command;
+    EXPECT_NE(r.out.find("1m30s or plain seconds"), std::string::npos) << command << r.out;
+  }
+}
+
 TEST(Cli, PlacementFlagsAreRefusedByHostOnlyKernels) {
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--netns"}, std::vector<std::string>{"--peer", "127.0.0.1:1"}}) {

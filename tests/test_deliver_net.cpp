@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/scoped_env.hpp"

@@ -1,4 +1,4 @@
-// The core's plumbing: whole-file writes, scoped environment variables.
+// The core's plumbing: whole-file writes, scoped environment variables, durations.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "tests/helpers.hpp"
 #include "tuner/atomic_file.hpp"
+#include "tuner/duration.hpp"
 #include "tuner/scoped_env.hpp"
 
 namespace acceltune {
@@ -105,6 +106,27 @@ TEST(ScopedEnv, PutsBackWhatWasThere) {
   EXPECT_STREQ(std::getenv("ACCELTUNE_TEST_KEPT"), "user");
   EXPECT_EQ(std::getenv("ACCELTUNE_TEST_NEW"), nullptr);
   ::unsetenv("ACCELTUNE_TEST_KEPT");
+}
+
+TEST(Duration, TakesUnits) {
+  EXPECT_EQ(parse_duration("2m"), 120);
+  EXPECT_EQ(parse_duration("90s"), 90);
+  EXPECT_EQ(parse_duration("1h"), 3600);
+  EXPECT_EQ(parse_duration("1m30s"), 90);
+  EXPECT_EQ(parse_duration("45"), 45);
+  EXPECT_EQ(parse_duration("1.5m"), 90);
+  EXPECT_EQ(parse_duration("0.05"), 0.05);
+  EXPECT_EQ(parse_duration("1h2m3s"), 3723);
+  for (const char* bad : {"", "abc", "2x", "5x", "-1m", "0", "0s", "1m30", "m", "nan", "inf", "1ms", "2 m"}) {
+    EXPECT_FALSE(parse_duration(bad)) << bad;
+  }
+}
+
+TEST(Duration, ZeroOnlyWhereItMeansOff) {
+  EXPECT_EQ(parse_duration("0", true), 0);
+  EXPECT_EQ(parse_duration("0s", true), 0);
+  EXPECT_EQ(parse_duration("2m", true), 120);
+  for (const char* bad : {"", "-1", "x", "0x"}) EXPECT_FALSE(parse_duration(bad, true)) << bad;
 }
 
 }  // namespace

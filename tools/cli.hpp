@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,18 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
 // The study's best figure against the ceiling of the link it crossed (probe/links.hpp): one line
 // with the verdict, the ceiling's basis, and what the probe suggests for a low one.
 void print_efficiency(const Json& study, const BestTable& b, std::FILE* out);
+
+// An option that takes a duration (tuner/duration.hpp), stored in seconds; its help names the
+// forms. A value that is not one, or outside [min_seconds, max_seconds], is refused while the
+// command line is parsed (exit 2), naming the option and the forms. Where `zero_allowed` (the
+// option's help says what 0 means), 0 passes whatever min_seconds says.
+struct DurationBounds {
+  double min_seconds = 0;
+  double max_seconds = std::numeric_limits<double>::infinity();
+  bool zero_allowed = false;
+};
+CLI::Option* add_duration_option(CLI::App* command, const std::string& name, double& seconds, const std::string& help,
+                                 const DurationBounds& bounds = {});
 
 // Where the two ends of a transfer kernel run: this host (the kernel's default), two network
 // namespaces that acceltune creates (--netns), or an `acceltune serve` on another host (--peer).

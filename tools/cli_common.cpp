@@ -12,6 +12,7 @@
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
 #include "probe/links.hpp"
+#include "tuner/duration.hpp"
 #include "tuner/study.hpp"
 
 namespace acceltune::cli {
@@ -244,6 +245,29 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
   return Prepared{std::move(space), std::move(kernel), std::move(w)};
 }
 
+
+CLI::Option* add_duration_option(CLI::App* command, const std::string& name, double& seconds, const std::string& help,
+                                 const DurationBounds& bounds) {
+  auto* option = command->add_option_function<std::string>(
+      name,
+      [name, &seconds, bounds](const std::string& text) {
+        const auto d = parse_duration(text, true);
+        if (!d) {
+          throw CLI::ValidationError(fmt::format("{} '{}' is not a duration (use {})", name, text, kDurationForms));
+        }
+        if (*d == 0 && !bounds.zero_allowed) {
+          throw CLI::ValidationError(fmt::format("{} '{}' must be longer than 0 (use {})", name, text, kDurationForms));
+        }
+        if (*d != 0 && (*d < bounds.min_seconds || *d > bounds.max_seconds)) {
+          throw CLI::ValidationError(fmt::format("{} '{}' is out of range: give {:g} to {:g} seconds", name, text,
+                                                 bounds.min_seconds, bounds.max_seconds));
+        }
+        seconds = *d;
+      },
+      fmt::format("{}; {}", help, kDurationForms));
+  option->type_name("DURATION");
+  return option;
+}
 
 std::vector<std::string> worker_command() {
   auto exe = acceltune_binary();

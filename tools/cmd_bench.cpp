@@ -87,8 +87,8 @@ void add_bench_command(CLI::App& app, CommandList& list) {
   bench->add_option("--sizes", a.sizes, "message sizes (default: the space's)");
   bench->add_option("--target", a.target, "relative half-width of the median's 95% interval to reach")
       ->check(CLI::Range(0.0001, 1.0));
-  bench->add_option("--max-seconds", a.max_seconds, "measurement time cap per size (default 1)")
-      ->check(CLI::Range(0.001, 3600.0));
+  add_duration_option(bench, "--max-seconds", a.max_seconds, "measurement time cap per size (default 1)",
+                      {.min_seconds = 0.001, .max_seconds = 3600});
   bench->add_flag("--json", a.json, "print the measurements as JSON");
   bench->footer("Example: acceltune bench --space host-copy --set threads=2 --set chunk=1M --sizes 64M");
   add_placement_options(bench, a.placement);

@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct BringupArgs {
-  std::string time_limit = "10m";
+  double time_limit_seconds = 600;
   std::string out, only, skip;
   int certify_rounds = 4;
   int verify_rounds = 3;
@@ -216,10 +216,7 @@ std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
 }
 
 int cmd_bringup(const BringupArgs& a) {
-  const auto limit = bringup::parse_duration(a.time_limit);
-  if (!limit) {
-    return fail(input_error("--time-limit '{}' is not a duration (use 90s, 2m, 1h or 1m30s)", a.time_limit));
-  }
+  const double limit = a.time_limit_seconds;
   const auto started = Clock::now();
   const std::string started_at = utc_now_iso8601();
   const Json probe = probe_fingerprint();
@@ -229,10 +226,10 @@ int cmd_bringup(const BringupArgs& a) {
   std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
   if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
   const double minimum = bringup::minimum_seconds(studies);
-  if (*limit < minimum) {
+  if (limit < minimum) {
     return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
                             "runs: give at least {} (or fewer families with --only)",
-                            a.time_limit, studies.size(), format_seconds(minimum)));
+                            format_seconds(limit), studies.size(), format_seconds(minimum)));
   }
   const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
   std::error_code ec;
@@ -250,7 +247,7 @@ int cmd_bringup(const BringupArgs& a) {
   const bool tty = stderr_is_terminal();
 
   std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies.size(),
-              format_seconds(*limit).c_str(), bundle.string().c_str());
+              format_seconds(limit).c_str(), bundle.string().c_str());
   for (const auto& f : *families) {
     if (f.skipped.empty()) {
       std::string names;
@@ -263,7 +260,7 @@ int cmd_bringup(const BringupArgs& a) {
   std::fflush(stdout);
 
   std::vector<Run> runs;
-  double left = *limit;
+  double left = limit;
   for (size_t i = 0; i < studies.size(); ++i) {
     if (cancel_requested()) {
       Run r;
@@ -347,7 +344,7 @@ int cmd_bringup(const BringupArgs& a) {
   summary["started"] = started_at;
   summary["finished"] = utc_now_iso8601();
   summary["seconds"] = std::chrono::duration<double>(Clock::now() - started).count();
-  summary["time_limit_seconds"] = *limit;
+  summary["time_limit_seconds"] = limit;
   summary["partial"] = cancelled_by != 0;
   summary["cancelled_by"] = cancelled_by ? Json(signal_name(cancelled_by)) : Json(nullptr);
   summary["fingerprint"] = probe;
@@ -449,9 +446,9 @@ void add_bringup_command(CLI::App& app, CommandList& list) {
   auto* cmd = app.add_subcommand(
       "bringup",
       "tune every path this node has (host memory, TCP, UCX, MPI, CUDA, NCCL, RDMA) and write one bundle for its jobs");
-  cmd->add_option("--time-limit", a->time_limit,
-                  "searching time for all families together (90s, 2m, 1h; default 10m); certification and delivered "
-                  "measurements come after it");
+  add_duration_option(cmd, "--time-limit", a->time_limit_seconds,
+                      "searching time for all families together (default 10m); certification and delivered "
+                      "measurements come after it");
   cmd->add_option("--out", a->out, "the bundle folder (default: a new one under acceltune-results/)");
   cmd->add_option("--only", a->only, "tune only these families (comma-separated: " + fmt::format("{}", fmt::join(bringup::family_names(), ",")) + ")");
   cmd->add_option("--skip", a->skip, "leave these families out (comma-separated)");

@@ -244,8 +244,8 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "when the budget covers the space, else bayes");
   search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
       ->check(CLI::PositiveNumber);
-  search->add_option("--time-limit", sa.time_limit, "stop starting trials after this many seconds")
-      ->check(CLI::NonNegativeNumber);
+  add_duration_option(search, "--time-limit", sa.time_limit, "stop starting trials after this long",
+                      {.zero_allowed = true});
   search->add_option("--sizes", sa.sizes, "message sizes, e.g. 64K,1M,16M or 1K:1G:x4 (default: the space's)");
   auto* seed_opt = search->add_option("--seed", sa.seed, "random seed, stored with the study (default 1)");
   search->add_option("--out", sa.out, "study directory (default: a new one under ./acceltune-results/)");
@@ -253,14 +253,15 @@ void add_search_command(CLI::App& app, CommandList& list) {
                    "continue the study in --out (default: the newest study of this space) without repeating a trial");
   search->add_option("--target", sa.target, "relative half-width of the median's 95% interval to reach (default 0.02)")
       ->check(CLI::Range(0.0001, 1.0));
-  search->add_option("--max-seconds", sa.max_seconds, "measurement time cap per config and size (default 0.5)")
-      ->check(CLI::Range(0.001, 3600.0));
+  add_duration_option(search, "--max-seconds", sa.max_seconds, "measurement time cap per config and size (default 0.5)",
+                      {.min_seconds = 0.001, .max_seconds = 3600});
   search->add_option("--isolation", sa.isolation,
                      "auto, in-process or worker (a fresh process per trial, with a watchdog); auto: workers when "
                      "the kernel or space needs them or a param is set through the environment");
-  search->add_option("--trial-timeout", sa.trial_timeout,
-                     "seconds before a worker's trial is killed and recorded as timeout (default: from --max-seconds)")
-      ->check(CLI::NonNegativeNumber);
+  add_duration_option(search, "--trial-timeout", sa.trial_timeout,
+                      "how long a worker's trial runs before it is killed and recorded as timeout (default: from "
+                      "--max-seconds)",
+                      {.zero_allowed = true});
   search->add_option("--certify-top", sa.certify_top,
                      "top configs per size re-measured interleaved with the default after the search; 0: off (default 3)")
       ->check(CLI::Range(0, 100));
@@ -282,10 +283,9 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "before a trial, wait while a GPU is above this many degrees C, and mark trials measured above "
                      "it or while throttled; 0: off; acts only where GPU temperatures are readable (default 85)")
       ->check(CLI::Range(0.0, 200.0));
-  search->add_option("--thermal-wait", sa.thermal_wait,
-                     "the longest wait for a hot GPU before a trial, in seconds; then it is measured and marked "
-                     "(default 120)")
-      ->check(CLI::Range(0.0, 3600.0));
+  add_duration_option(search, "--thermal-wait", sa.thermal_wait,
+                      "the longest wait for a hot GPU before a trial; then it is measured and marked (default 2m)",
+                      {.max_seconds = 3600, .zero_allowed = true});
   add_placement_options(search, sa.placement);
   list.add(search, [args, seed_opt] {
     args->seed_given = seed_opt->count() > 0;

@@ -40,9 +40,8 @@ void add_serve_command(CLI::App& app, CommandList& list) {
       ->check(CLI::Range(576, 65536));
   serve->add_option("--sessions", a->sessions, "client hosts served at once (default 1; 0: any number)")
       ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-session-seconds", a->max_session_seconds,
-                    "a connection is ended after this long (default 3600; 0: no cap)")
-      ->check(CLI::NonNegativeNumber);
+  add_duration_option(serve, "--max-session-seconds", a->max_session_seconds,
+                      "a connection is ended after this long (default 1h; 0: no cap)", {.zero_allowed = true});
   serve->add_option("--max-session-bytes", a->max_session_bytes,
                     "bytes one tcp-stream connection may send here, e.g. 16T (default; 0: no cap)");
   serve->add_flag("--once", a->once, "exit after the first client disconnects");

@@ -20,7 +20,7 @@
 #include <set>
 
 #include "kernels/shared/control_auth.hpp"
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "tuner/service.hpp"
 
 namespace acceltune {

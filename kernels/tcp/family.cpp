@@ -1,6 +1,6 @@
 // The tcp family: TCP streams between two hosts, two network namespaces or over loopback; its
 // host-wide settings leave as a reviewed script.
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "probe/fingerprint.hpp"
 #include "tuner/family.hpp"
 

@@ -28,7 +28,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/value.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/shared/team.hpp"
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "kernels/shared/peer.hpp"
 #include "kernels/tcp/tcp_stream_io.hpp"
 #include "tuner/kernel.hpp"

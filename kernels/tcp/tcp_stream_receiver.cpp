@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/tcp/netns.hpp"
+#include "kernels/shared/netns.hpp"
 #include "kernels/shared/peer.hpp"
 #include "kernels/tcp/tcp_stream_io.hpp"
 

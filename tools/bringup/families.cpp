@@ -99,37 +99,4 @@ double share_seconds(const std::vector<Study>& remaining, double left) {
   return std::max(share, remaining.front().minimum_seconds);
 }
 
-std::optional<double> parse_duration(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  double total = 0;
-  size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(text.substr(i), &used);
-    } catch (...) {
-      return std::nullopt;
-    }
-    if (used == 0 || !std::isfinite(v) || v < 0) return std::nullopt;
-    i += used;
-    double unit = 1;
-    if (i < text.size()) {
-      const char u = text[i];
-      if (u == 's') unit = 1;
-      else if (u == 'm') unit = 60;
-      else if (u == 'h') unit = 3600;
-      else return std::nullopt;
-      ++i;
-    } else if (any) {
-      return std::nullopt;  // "1m30": a number without a unit after a unit
-    }
-    total += v * unit;
-    any = true;
-  }
-  if (!(total > 0)) return std::nullopt;
-  return total;
-}
-
 }  // namespace acceltune::bringup

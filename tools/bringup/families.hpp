@@ -47,7 +47,4 @@ double minimum_seconds(const std::vector<Study>& studies);
 // study left unused flows to the later ones.
 double share_seconds(const std::vector<Study>& remaining, double left);
 
-// "2m", "90s", "1h", "1m30s" or plain seconds; nullopt when it is none of these or not positive.
-std::optional<double> parse_duration(const std::string& text);
-
 }  // namespace acceltune::bringup

@@ -1,5 +1,5 @@
-// The definitions behind kernels/tcp/netns.hpp: network namespaces for transfer kernels.
-#include "kernels/tcp/netns.hpp"
+// The definitions behind kernels/shared/netns.hpp: network namespaces for transfer kernels.
+#include "kernels/shared/netns.hpp"
 
 #include <fcntl.h>
 #include <net/if.h>

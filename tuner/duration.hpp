@@ -1,0 +1,17 @@
+// One grammar for every duration a user gives (time limits, timeouts, caps, waits): "90s", "2m",
+// "1h", "1m30s", "1.5m" or plain seconds ("45", "0.5").
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace acceltune {
+
+// The accepted forms, as help texts and errors name them.
+inline constexpr const char* kDurationForms = "90s, 2m, 1h, 1m30s or plain seconds";
+
+// Seconds; nullopt when the text is none of the forms, negative or not finite, or zero unless
+// `zero_allowed` (where 0 means "off").
+std::optional<double> parse_duration(std::string_view text, bool zero_allowed = false);
+
+}  // namespace acceltune
