@@ -4,6 +4,7 @@
 #include "tests/helpers.hpp"
 #include "tests/landscape.hpp"
 #include "tuner/kernel.hpp"
+#include "tuner/study.hpp"
 
 #include <set>
 
@@ -312,6 +313,36 @@ TEST(Cli, BenchMeasuresOneConfig) {
   auto invalid = run_cli({"bench", "--space", "host-copy", "--set", "touch=workers", "--set", "threads=1"});
   EXPECT_EQ(invalid.exit_code, 2);
   EXPECT_NE(invalid.err.find("not valid"), std::string::npos) << invalid.err;
+}
+
+}  // namespace
+}  // namespace acceltune
+
+namespace acceltune {
+namespace {
+
+// A search that fails says why in its study folder (outcome.json), where bring-up reads it; one
+// that finishes says so too.
+TEST(Cli, ASearchLeavesItsOutcomeInItsFolder) {
+  test::TempDir dir;
+  const auto space = dir / "fails.json";
+  test::write_file(space, R"({"name": "fails", "kernel": "fault", "sizes": [1], "params": [
+    {"name": "mode", "kind": "categorical", "values": ["exit", "nan"], "default": "exit"}]})");
+  auto r = test::run_cli({"search", "--space", space.string(), "--budget", "2", "--out", (dir / "s").string(),
+                          "--certify-top", "0", "--verify-rounds", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto failed = read_search_outcome((dir / "s").string());
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->state, "failed");
+  EXPECT_EQ(failed->exit_code, 1);
+  EXPECT_NE(failed->why.find("no trial measured ok"), std::string::npos) << failed->why;
+  auto ok = test::run_cli({"search", "--space", "host-copy", "--budget", "1", "--sizes", "64K", "--out",
+                           (dir / "t").string(), "--certify-top", "0", "--verify-rounds", "0"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto done = read_search_outcome((dir / "t").string());
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->state, "done");
+  EXPECT_EQ(done->why, "");
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ std::filesystem::path fresh_study_dir(const std::string& name);
 
 // Prints "acceltune: MESSAGE" and returns the error's exit code (2 input, 1 runtime).
 int fail(const Error& e);
+// The message of the last fail() of this process, empty before any.
+const std::string& last_failure();
 bool stderr_is_terminal();
 
 std::string format_seconds(double s);

@@ -29,10 +29,17 @@ std::string show_value(const Json& v, const std::string& unit) {
 
 }  // namespace
 
+namespace {
+std::string last_failure_message;
+}  // namespace
+
 int fail(const Error& e) {
   std::fprintf(stderr, "acceltune: %s\n", e.message.c_str());
+  last_failure_message = e.message;
   return e.exit_code();
 }
+
+const std::string& last_failure() { return last_failure_message; }
 
 bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
 

@@ -25,6 +25,7 @@
 #include "probe/fingerprint.hpp"
 #include "probe/links.hpp"
 #include "tuner/process_guard.hpp"
+#include "tuner/study.hpp"
 
 extern char** environ;
 
@@ -181,8 +182,10 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
     r.state = "cancelled";
     r.why = "cancelled; its finished trials are kept";
   } else {
+    // Why, from the search's own record; from its stderr only when it left none (it crashed).
     r.state = "failed";
-    r.why = failure_line(res.err);
+    const auto outcome = read_search_outcome(dir.string());
+    r.why = outcome && outcome->state == "failed" && !outcome->why.empty() ? outcome->why : failure_line(res.err);
     if (r.why.empty()) r.why = fmt::format("search exited with code {}", res.exit_code);
   }
   return r;

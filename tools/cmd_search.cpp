@@ -68,6 +68,9 @@ struct SearchArgs {
   double thermal_wait = 120;
 };
 
+// The study folder once known: its outcome.json says how this search ended (bring-up reads it).
+fs::path outcome_dir;
+
 int cmd_search(const SearchArgs& a) {
   auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
   if (!prep) return fail(prep.error());
@@ -87,6 +90,7 @@ int cmd_search(const SearchArgs& a) {
       out = fresh_study_dir(p.space.name());
     }
   }
+  outcome_dir = out;
   auto store = open_store("dir", out.string());
   if (!store) return fail(store.error());
 
@@ -223,8 +227,7 @@ int cmd_search(const SearchArgs& a) {
     return 128 + outcome->cancelled_by;
   }
   if (b.trials_ok == 0) {
-    std::fprintf(stderr, "acceltune: no trial measured ok; see the errors in %s/trials.jsonl\n", out.c_str());
-    return 1;
+    return fail(runtime_error("no trial measured ok; see the errors in {}/trials.jsonl", out.string()));
   }
   return 0;
 }
@@ -289,7 +292,12 @@ void add_search_command(CLI::App& app, CommandList& list) {
   add_placement_options(search, sa.placement);
   list.add(search, [args, seed_opt] {
     args->seed_given = seed_opt->count() > 0;
-    return cmd_search(*args);
+    const int rc = cmd_search(*args);
+    if (!outcome_dir.empty()) {
+      const std::string state = rc == 0 ? "done" : rc >= 128 ? "cancelled" : "failed";
+      (void)write_search_outcome(outcome_dir.string(), SearchOutcome{state, rc == 0 ? "" : last_failure(), rc});
+    }
+    return rc;
   });
 }
 

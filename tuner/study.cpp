@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <algorithm>
 #include <unordered_map>
 
+#include "tuner/atomic_file.hpp"
 #include "tuner/cancel.hpp"
+#include "tuner/regular_file.hpp"
 
 #ifndef ACCELTUNE_VERSION
 #define ACCELTUNE_VERSION "0.0.0"
@@ -345,6 +348,28 @@ Expected<std::unique_ptr<ResultStore>> open_store(const std::string& kind, const
                        join_names(StoreRegistry::instance().names()));
   }
   return info->open(location);
+}
+
+}  // namespace acceltune
+
+namespace acceltune {
+
+Status write_search_outcome(const std::string& dir, const SearchOutcome& outcome) {
+  const Json j{{"schema", 1}, {"state", outcome.state}, {"why", outcome.why}, {"exit_code", outcome.exit_code}};
+  return write_file_atomically(std::filesystem::path(dir) / "outcome.json", j.dump(2) + "\n");
+}
+
+std::optional<SearchOutcome> read_search_outcome(const std::string& dir) {
+  std::string text, why;
+  const std::string path = (std::filesystem::path(dir) / "outcome.json").string();
+  if (!read_regular_file(path.c_str(), text, why)) return std::nullopt;
+  const Json j = Json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("state") || !j["state"].is_string()) return std::nullopt;
+  SearchOutcome o;
+  o.state = j["state"].get<std::string>();
+  o.why = j.contains("why") && j["why"].is_string() ? j["why"].get<std::string>() : "";
+  o.exit_code = j.contains("exit_code") && j["exit_code"].is_number_integer() ? j["exit_code"].get<int>() : 0;
+  return o;
 }
 
 }  // namespace acceltune

@@ -68,4 +68,15 @@ Expected<StudyOutcome> run_study(const Space& space, Kernel& kernel, ResultStore
 // Reads the trials of a stored study with its space (for `best`, `export`).
 Expected<std::vector<Trial>> load_trials(const ResultStore& store, const Space& space, int* torn);
 
+// How a search ended, kept in its study folder (outcome.json) for whoever started it: bring-up
+// reads why a study failed from here rather than from the search's stderr.
+struct SearchOutcome {
+  std::string state;  // "done", "failed" or "cancelled"
+  std::string why;    // the error that ended it; empty when done
+  int exit_code = 0;
+};
+Status write_search_outcome(const std::string& dir, const SearchOutcome& outcome);
+// The outcome a search left in `dir`; nullopt when it left none (it crashed, or predates them).
+std::optional<SearchOutcome> read_search_outcome(const std::string& dir);
+
 }  // namespace acceltune
