@@ -5,6 +5,7 @@
 #include "tests/landscape.hpp"
 #include "tuner/kernel.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace acceltune {
@@ -74,6 +75,23 @@ TEST(Cli, SpacesPrintsAKernelsParamTable) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("no kernel or shipped space of that name"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("host-copy"), std::string::npos) << none.err;
+}
+
+// A library's variables: documented on any build, its backend built or not.
+TEST(Cli, SpacesPrintsALibrarysVariables) {
+  auto r = run_cli({"spaces", "--params", "nccl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("NCCL variables"), std::string::npos) << r.out;
+  const auto lines = test::lines_of(r.out);
+  const auto algo = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("NCCL_ALGO ", 0) == 0; });
+  ASSERT_NE(algo, lines.end()) << r.out;
+  for (const char* part : {"choice", "Ring", "Tree", "NVLS", "unset", "algorithms NCCL may choose from"}) {
+    EXPECT_NE(algo->find(part), std::string::npos) << part << " not in: " << *algo;
+  }
+  for (const char* library : {"ucx", "openmpi"}) {
+    auto u = run_cli({"spaces", "--params", library});
+    EXPECT_EQ(u.exit_code, 0) << u.err;
+  }
 }
 
 TEST(Cli, UnknownInternalModeExitsTwo) {
