@@ -94,6 +94,23 @@ TEST(Cli, SpacesPrintsALibrarysVariables) {
   }
 }
 
+// A space that contradicts its kernel's table is refused when it is read: exit 2, one line naming
+// the file and the field.
+TEST(Cli, ASpaceContradictingItsTableIsRefusedNamingTheField) {
+  test::TempDir dir;
+  test::write_file(dir / "x.json", R"({"name": "x", "kernel": "host-copy", "sizes": ["64K"], "params": [
+    {"name": "chunk", "kind": "pow2", "min": 4096, "max": 67108864, "default": 67108864}]})");
+  auto r = run_cli({"bench", "--space", "x.json"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("x.json: params.chunk.default: "), std::string::npos) << r.err;
+  test::write_file(dir / "x.json", R"({"name": "x", "kernel": "host-copy", "sizes": ["64K"], "params": [
+    {"name": "chunk", "kind": "pow2", "min": 4096, "max": 67108864}]})");
+  r = run_cli({"search", "--space", "x.json", "--out", "s"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("x.json: params.chunk.max: "), std::string::npos) << r.err;
+}
+
 TEST(Cli, UnknownInternalModeExitsTwo) {
   auto r = run_cli({"__no-such-mode"});
   EXPECT_EQ(r.exit_code, 2);

@@ -264,7 +264,7 @@ Expected<LoadedStudy> load_study(const std::string& dir) {
   }
   // The study stopped before writing best.json (killed): rebuild the table from its trials.
   std::fprintf(stderr, "acceltune: %s has no best.json yet; computing it from trials.jsonl\n", dir.c_str());
-  ACCELTUNE_TRY_ASSIGN(Space space, Space::from_json(study["space"], dir + "/study.json", dir));
+  ACCELTUNE_TRY_ASSIGN(Space space, Space::from_definition(study["space"], dir + "/study.json", dir));
   ACCELTUNE_TRY_ASSIGN(Workload w, Workload::from_json(study["workload"]));
   int torn = 0;
   ACCELTUNE_TRY_ASSIGN(std::vector<Trial> trials, load_trials(*store, space, &torn));

@@ -29,7 +29,8 @@ bool same_name(std::string_view a, std::string_view b, bool any_case) {
 }
 
 bool is_choice(const NativeParam& p, std::string_view name) {
-  return std::any_of(p.choices.begin(), p.choices.end(), [&](const std::string& c) { return same_name(c, name, p.any_case); });
+  return std::any_of(p.choices.begin(), p.choices.end(),
+                     [&](const std::string& c) { return same_name(c, name, p.any_case); });
 }
 
 // An env row's value given as text ("1048576", "64K" for bytes): the number it names, or none.

@@ -1,8 +1,9 @@
 // A kernel's native params, declared once in a table: name, kind, domain, default, unit and one
 // line of doc (UCX's config tables are the model). The table is the one place a native param is
-// described: make_kernel checks every value a space gives against its domain (naming the param),
-// a space that omits a param measures at its default, and `acceltune spaces --params KERNEL`
-// prints it. The environment variables spaces bind have
+// described: a space file is read against it (tuner/space_tables.hpp: kind, unit and doc come
+// from it, values and bounds lie in its domain, the narrowing holds its default), make_kernel
+// checks every value again before attach, a space that omits a param measures at its default,
+// and `acceltune spaces --params KERNEL` prints it. The environment variables spaces bind have
 // rows of the same shape (tuner/env_params.hpp) whose default is "unset". Integer domains are
 // bounded so no arithmetic a kernel does on a value can overflow.
 #pragma once

@@ -1,6 +1,7 @@
 // The JSON form of a space: reading and validating a space file (params with their domains and
-// defaults, sizes, constraints, the fields left to the kernel), and the normalised definition a
-// study stores. The space's operations on configs are in space.cpp.
+// defaults, read against their tables in space_tables.cpp; sizes, constraints, the fields left to
+// the kernel), and the normalised definition a study stores. The space's operations on configs
+// are in space.cpp.
 #include "tuner/space.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "tuner/space_domain.hpp"
+#include "tuner/space_tables.hpp"
 
 namespace acceltune {
 
@@ -66,7 +68,7 @@ struct ParamReader {
 
 // The fields every param may have: its name, its variable, unit and doc.
 Status read_names(const Json& j, const ParamReader& r, Param& p) {
-  if (!j.is_object()) return r.fail("a param must be an object with name, kind and default");
+  if (!j.is_object()) return r.fail("a param must be an object with a name");
   static const std::set<std::string> known = {"name", "kind", "min", "max", "step", "values",
                                               "default", "env", "unit", "doc", "needs"};
   for (const auto& [k, v] : j.items()) {
@@ -103,12 +105,15 @@ Status read_needs(const Json& j, const ParamReader& r, Param& p) {
   return {};
 }
 
-// The kind the space names.
-Expected<std::string> read_kind(const Json& j, const ParamReader& r) {
+// The kind the space names, or the one its row implies; checked against the row.
+Expected<std::string> read_kind(const Json& j, const ParamReader& r, const ParamRow& row, const std::string& path) {
+  if (!j.contains("kind") && row.row) return kind_from_row(*row.row, j);
   if (!j.contains("kind") || !j["kind"].is_string()) {
     return r.fail("missing string field 'kind' (one of int, pow2, ordinal, categorical, bool)");
   }
-  return j["kind"].get<std::string>();
+  const std::string kind = j["kind"].get<std::string>();
+  if (row.row) ACCELTUNE_TRY(check_kind(row, kind, path));
+  return kind;
 }
 
 // An integer axis listed value by value (int, and pow2's normalised form); `why_not` refuses one.
@@ -232,8 +237,9 @@ Expected<size_t> read_default(const Json& j, const ParamReader& r, const Param& 
   return *idx;
 }
 
-// One param of a space: its names, its kind, its domain and its default.
-Expected<Param> parse_param(const Json& j, const std::string& source, size_t index) {
+// One param of a space, read against its row where `tables` has one (a space file), else as it
+// states itself (a study's stored definition, or a param no table describes).
+Expected<Param> parse_param(const Json& j, const std::string& source, size_t index, const SpaceTables* tables) {
   std::string where = fmt::format("{}: params[{}]", source, index);
   if (j.is_object() && j.contains("name") && j["name"].is_string()) {
     where += fmt::format(" (\"{}\")", j["name"].get<std::string>());
@@ -242,9 +248,22 @@ Expected<Param> parse_param(const Json& j, const std::string& source, size_t ind
   Param p;
   ACCELTUNE_TRY(read_names(j, r, p));
   ACCELTUNE_TRY(read_needs(j, r, p));
-  ACCELTUNE_TRY_ASSIGN(const std::string kind, read_kind(j, r));
+  const std::string path = fmt::format("{}: params.{}", source, p.name);
+  ParamRow row;
+  if (tables) {
+    ACCELTUNE_TRY_ASSIGN(row, tables->row_of(p.name, p.env, path));
+  }
+  ACCELTUNE_TRY_ASSIGN(const std::string kind, read_kind(j, r, row, path));
   ACCELTUNE_TRY(read_domain(j, r, kind, p));
-  ACCELTUNE_TRY_ASSIGN(p.default_index, read_default(j, r, p));
+  std::optional<size_t> idx;
+  if (row.row) {
+    ACCELTUNE_TRY(fit_to_row(j, row, path, p));
+    ACCELTUNE_TRY_ASSIGN(idx, default_from_row(j, row, path, p));
+  }
+  if (!idx) {
+    ACCELTUNE_TRY_ASSIGN(idx, read_default(j, r, p));
+  }
+  p.default_index = *idx;
   return p;
 }
 
@@ -271,6 +290,16 @@ Expected<std::vector<uint64_t>> read_sizes(const Json& sz, const std::string& so
 
 Expected<Space> Space::from_json(const Json& doc, const std::string& source,
                                  const std::filesystem::path& base_dir) {
+  return read(doc, source, base_dir, true);
+}
+
+Expected<Space> Space::from_definition(const Json& doc, const std::string& source,
+                                       const std::filesystem::path& base_dir) {
+  return read(doc, source, base_dir, false);
+}
+
+Expected<Space> Space::read(const Json& doc, const std::string& source, const std::filesystem::path& base_dir,
+                            bool with_tables) {
   if (!doc.is_object()) return input_error("{}: a space must be a JSON object", source);
   Space s;
   s.source_ = source;
@@ -299,8 +328,9 @@ Expected<Space> Space::from_json(const Json& doc, const std::string& source,
   }
   const Json& params = doc["params"];
   if (params.empty()) return input_error("{}: 'params' is empty; a space needs at least one param", source);
+  const std::optional<SpaceTables> tables = with_tables ? std::optional<SpaceTables>(s.kernel_) : std::nullopt;
   for (size_t i = 0; i < params.size(); ++i) {
-    ACCELTUNE_TRY_ASSIGN(Param p, parse_param(params[i], source, i));
+    ACCELTUNE_TRY_ASSIGN(Param p, parse_param(params[i], source, i, tables ? &*tables : nullptr));
     if (s.param_index(p.name)) return input_error("{}: params[{}]: param name '{}' is used twice", source, i, p.name);
     s.params_.push_back(std::move(p));
   }
