@@ -27,7 +27,7 @@ Expected<StudyData> load_study_dir(const std::string& dir, StudyParts parts) {
       return input_error("{}/study.json: lacks 'space' or 'workload'; is this a study written by acceltune search?",
                          dir);
     }
-    ACCELTUNE_TRY_ASSIGN(d.space, Space::from_json(d.study["space"], dir + "/study.json", dir));
+    ACCELTUNE_TRY_ASSIGN(d.space, Space::from_definition(d.study["space"], dir + "/study.json", dir));
     auto w = Workload::from_json(d.study["workload"]);
     if (!w) return input_error("{}/study.json: {}", dir, w.error().message);
     d.workload = std::move(w).value();

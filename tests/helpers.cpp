@@ -61,14 +61,25 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-Space space_from_text(const std::string& json_text) {
-  auto s = Space::from_json(Json::parse(json_text), "test.json", ".");
+namespace {
+
+Space loaded_or_fallback(Expected<Space> s) {
   if (!s) {
     ADD_FAILURE() << s.error().message;
     return *Space::from_json(Json::parse(R"({"name":"x","kernel":"k","params":[{"name":"a","kind":"bool","default":false}]})"),
                              "fallback", ".");
   }
   return std::move(s).value();
+}
+
+}  // namespace
+
+Space space_from_text(const std::string& json_text) {
+  return loaded_or_fallback(Space::from_json(Json::parse(json_text), "test.json", "."));
+}
+
+Space space_from_definition(const std::string& json_text) {
+  return loaded_or_fallback(Space::from_definition(Json::parse(json_text), "test.json", "."));
 }
 
 Error space_error(const std::string& json_text) {

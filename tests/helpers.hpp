@@ -40,8 +40,10 @@ class TempDir {
 void write_file(const std::filesystem::path& path, const std::string& text);
 std::string read_file(const std::filesystem::path& path);
 
-// Parses a space from JSON text; fails the test on error.
+// Parses a space from JSON text as a space file (read against its tables); fails the test on error.
 Space space_from_text(const std::string& json_text);
+// The same, read as a study's stored definition: as it states itself, without the tables.
+Space space_from_definition(const std::string& json_text);
 // The error message of a space that must not load (and its exit code).
 Error space_error(const std::string& json_text);
 

@@ -30,7 +30,7 @@ struct StudySpec {
 };
 
 inline void write_study(const std::filesystem::path& dir, const StudySpec& spec) {
-  auto space = Space::from_json(Json::parse(spec.space_json), "test-space.json", dir);
+  auto space = Space::from_definition(Json::parse(spec.space_json), "test-space.json", dir);
   ASSERT_TRUE(space) << space.error().message;
   Workload w;
   w.kernel = space->kernel();

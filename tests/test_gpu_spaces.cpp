@@ -384,7 +384,7 @@ TEST(GpuSpaces, CudaAndNcclRejectBadParamValuesAsInputErrors) {
     expect_input_error(variant(dir, "cuda-copy", [](Json& j) { j["operation"] = "h2h"; }), "operation 'h2h'");
     expect_input_error(variant(dir, "cuda-copy-d2d", [](Json& j) {
                          j["params"].push_back(Json{{"name", "host_memory"}, {"kind", "categorical"},
-                                                    {"values", {"pinned"}}, {"default", "pinned"}});
+                                                    {"values", {"pageable"}}, {"default", "pageable"}});
                        }), "param 'host_memory' has no meaning for operation 'd2d'");
   }
   if (ACCELTUNE_TEST_WITH_NCCL) {

@@ -13,8 +13,10 @@
 namespace acceltune {
 namespace {
 
+// Chunked by default (1 MiB, where host-copy's table says one piece), so read as a stored
+// definition: the kernel's tests, not the table's.
 Space copy_space(const std::string& extra_params = "") {
-  return test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
+  return test::space_from_definition(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
     {"name": "threads", "kind": "int", "min": 1, "max": 2, "default": 1},
     {"name": "chunk", "kind": "pow2", "min": 4096, "max": 1048576, "default": 1048576},
     {"name": "method", "kind": "categorical", "values": ["memcpy", "stream", "rep_movsb"], "default": "memcpy"},
@@ -64,8 +66,9 @@ TEST(HostCopy, HugePagesAndDefaultsMeasure) {
 // A space that lists threads and no chunk: each thread copies its share whole. (The omitted
 // chunk used to be the largest size_t, and the second thread's offset wrapped around: it copied
 // its share again and again, one byte further back each time.)
+// Two threads by default (host-copy's table says one), so read as a stored definition.
 TEST(HostCopy, ASpaceWithoutAChunkCopiesEachShareOnce) {
-  Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
+  Space s = test::space_from_definition(R"({"name": "hc", "kernel": "host-copy", "sizes": ["64K"], "params": [
     {"name": "threads", "kind": "ordinal", "values": [1, 2], "default": 2}]})");
   auto k = std::move(make_kernel(s).value());
   for (uint64_t bytes : {uint64_t{262144}, uint64_t{100003}}) {
@@ -76,14 +79,15 @@ TEST(HostCopy, ASpaceWithoutAChunkCopiesEachShareOnce) {
   }
 }
 
+// make_kernel's check, for spaces that did not come from a file (a file is refused when it is read).
 TEST(HostCopy, RejectsUnknownMethodsAndOutOfRangeValues) {
-  Space s = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "params": [
+  Space s = test::space_from_definition(R"({"name": "hc", "kernel": "host-copy", "params": [
     {"name": "method", "kind": "categorical", "values": ["memcpy", "dma"], "default": "memcpy"}]})");
   auto k = make_kernel(s);
   ASSERT_FALSE(k.has_value());
   EXPECT_EQ(k.error().exit_code(), 2);
   EXPECT_NE(k.error().message.find("'dma'"), std::string::npos) << k.error().message;
-  Space t = test::space_from_text(R"({"name": "hc", "kernel": "host-copy", "params": [
+  Space t = test::space_from_definition(R"({"name": "hc", "kernel": "host-copy", "params": [
     {"name": "threads", "kind": "int", "min": 0, "max": 2, "default": 1}]})");
   auto kt = make_kernel(t);
   ASSERT_FALSE(kt.has_value());

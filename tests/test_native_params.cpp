@@ -113,9 +113,10 @@ TEST(NativeParams, EveryKernelsDefaultsLieInItsDomains) {
   EXPECT_GE(tables, 3);  // host-copy, tcp-stream, fault at least
 }
 
-// host-copy through make_kernel: a value outside its table is refused before attach.
+// host-copy through make_kernel: a value outside its table is refused before attach, also in a
+// space that did not come from a file (a stored definition; a file is refused when it is read).
 TEST(NativeParams, HostCopyRefusesAChunkBelowItsDomain) {
-  Space s = space_from_text(R"({"name": "h", "kernel": "host-copy", "operation": "copy", "sizes": ["64K"],
+  Space s = test::space_from_definition(R"({"name": "h", "kernel": "host-copy", "operation": "copy", "sizes": ["64K"],
     "params": [{"name": "chunk", "kind": "ordinal", "values": [32, 4096], "default": 4096}]})");
   auto k = make_kernel(s);
   ASSERT_FALSE(k);

@@ -1,8 +1,9 @@
 // acceltune spaces: the shipped spaces, one line each; with --params NAME, the params a kernel
-// (or the kernel of a shipped space) applies itself, as its table declares them, and a space's
-// env-bound params.
+// (or the kernel of a shipped space) applies itself, as its table declares them, a library's
+// environment variables (nccl, ucx, openmpi), and a space's env-bound params.
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
+#include "tuner/env_params.hpp"
 #include "tuner/native_params.hpp"
 
 namespace acceltune::cli {
@@ -46,12 +47,19 @@ void print_kernel_table(const std::string& kernel) {
   }
 }
 
-// NAME is a kernel or a shipped space; for a space, its env-bound params follow the kernel's table.
+void print_env_table(const std::string& name, bool after) {
+  const EnvTable* t = EnvTableRegistry::instance().find(name);
+  std::printf("%s%s variables a space binds with \"env\" (%s*; unset leaves the choice to %s):\n\n%s", after ? "\n" : "",
+              t->library.c_str(), t->prefix.c_str(), t->library.c_str(), format_native_table(t->rows).c_str());
+}
+
+// NAME is a kernel, a library's variables or a shipped space; for a space, its env-bound params
+// follow the kernel's table.
 int cmd_space_params(const std::string& name) {
-  if (KernelRegistry::instance().find(name)) {
-    print_kernel_table(name);
-    return 0;
-  }
+  const bool kernel = KernelRegistry::instance().find(name) != nullptr;
+  if (kernel) print_kernel_table(name);
+  if (EnvTableRegistry::instance().find(name)) print_env_table(name, kernel);
+  if (kernel || EnvTableRegistry::instance().find(name)) return 0;
   for (const auto& e : shipped_spaces()) {
     if (e.name != name) continue;
     auto space = Space::load_file(e.path);
@@ -86,19 +94,20 @@ int cmd_space_params(const std::string& name) {
   for (const auto& [k, info] : KernelRegistry::instance().entries()) {
     if (info.listed) kernels.push_back(k);
   }
-  return fail(input_error("--params {}: no kernel or shipped space of that name (kernels: {}; `acceltune spaces` "
-                          "lists the spaces)", name, join_names(kernels)));
+  return fail(input_error("--params {}: no kernel or shipped space of that name, nor a library's variables (kernels: "
+                          "{}; libraries: {}; `acceltune spaces` lists the spaces)",
+                          name, join_names(kernels), join_names(EnvTableRegistry::instance().names())));
 }
 
 }  // namespace
 
 void add_spaces_command(CLI::App& app, CommandList& list) {
   auto* spaces = app.add_subcommand("spaces", "list the shipped spaces, one line each; --params NAME: the params "
-                                              "of a kernel or a space, with domains and defaults");
+                                              "of a kernel, a library or a space, with domains and defaults");
   auto params = std::make_shared<std::string>();
   spaces->add_option("--params", *params,
-                     "print the param table of a kernel (host-copy, tcp-stream, ...) or of a shipped space's "
-                     "kernel, with the space's env-bound params");
+                     "print the param table of a kernel (host-copy, tcp-stream, ...), a library's variables "
+                     "(nccl, ucx, openmpi), or a shipped space's kernel with the space's env-bound params");
   list.add(spaces, [params] { return params->empty() ? cmd_spaces() : cmd_space_params(*params); });
 }
 

@@ -1,8 +1,11 @@
 // A kernel's native params, declared once in a table: name, kind, domain, default, unit and one
 // line of doc (UCX's config tables are the model). The table is the one place a native param is
-// described: make_kernel checks every value a space gives against its domain (naming the param),
-// a space that omits a param measures at its default, and `acceltune spaces --params KERNEL`
-// prints it. Integer domains are bounded so no arithmetic a kernel does on a value can overflow.
+// described: a space file is read against it (tuner/space_tables.hpp: kind, unit and doc come
+// from it, values and bounds lie in its domain, the narrowing holds its default), make_kernel
+// checks every value again before attach, a space that omits a param measures at its default,
+// and `acceltune spaces --params KERNEL` prints it. The environment variables spaces bind have
+// rows of the same shape (tuner/env_params.hpp) whose default is "unset". Integer domains are
+// bounded so no arithmetic a kernel does on a value can overflow.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 namespace acceltune {
 
 enum class NativeKind { integer, number, choice, boolean };
+std::string_view to_string(NativeKind kind);  // "integer", "number", "choice", "bool"
 
 struct NativeParam {
   std::string name;
@@ -29,6 +33,11 @@ struct NativeParam {
   Value fallback;                    // the value a space that omits the param measures at
   std::string unit;                  // "bytes", "threads", ...; empty for none
   std::string doc;                   // one line
+  std::vector<std::string> words;    // integer: names it takes besides numbers ("auto", "inf")
+  bool list = false;                 // choice: a comma-separated list of choices ("Ring,Tree")
+  bool any_case = false;             // choice: names match whatever their case
+  bool env = false;                  // an environment variable's row: its default is unset, values are text
+  std::string unset_as;              // env: the value the library takes when the variable is unset ("auto")
 };
 using NativeTable = std::vector<NativeParam>;
 
@@ -39,12 +48,21 @@ NativeParam number_param(std::string name, double min, double max, double fallba
 NativeParam choice_param(std::string name, std::vector<std::string> choices, std::string fallback,
                          std::string doc);
 NativeParam bool_param(std::string name, bool fallback, std::string doc);
+// An environment variable's row: its default is unset (the library decides); `unset_as` names the
+// value the library then takes where one exists ("auto", "8192"), empty where none does.
+NativeParam env_integer(std::string var, int64_t min, int64_t max, std::string unit, std::string unset_as,
+                        std::string doc);
+NativeParam env_choice(std::string var, std::vector<std::string> choices, std::string unset_as, std::string doc);
+// The default column of a row: the value, "unset" or "unset (auto)" for an env row.
+std::string describe_default(const NativeParam& p);
 
 // The row of a table by name, or nullptr.
 const NativeParam* find_native(const NativeTable& table, std::string_view name);
-// The domain in words: "1..1024", "multiples of 32 in 32..1024", "memcpy, stream, rep_movsb".
+// The domain in words: "1..1024", "multiples of 32 in 32..1024", "memcpy, stream, rep_movsb",
+// "auto, inf or 0..1G".
 std::string describe_domain(const NativeParam& p);
-// Why a value is outside the param's domain; empty when it is inside.
+// Why a value is outside the param's domain; empty when it is inside. An env row also takes its
+// values as text ("1048576", "Ring,Tree") and the space's unset value ("default").
 std::string outside_domain(const NativeParam& p, const Value& v);
 // Every native (not env-bound) value of the space checked against the table: an input error
 // naming the file, the param, the value and the domain for the first outside it. Params the

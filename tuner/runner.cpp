@@ -398,7 +398,7 @@ int worker_main(int in_fd, int out_fd) {
     reply(Json{{"error", "the worker got a malformed request"}});
     return 2;
   }
-  auto space = Space::from_json(req["space"], req.value("source", "worker"), req.value("base_dir", "."));
+  auto space = Space::from_definition(req["space"], req.value("source", "worker"), req.value("base_dir", "."));
   if (!space) {
     reply(Json{{"error", space.error().message}});
     return 2;

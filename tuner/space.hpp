@@ -46,11 +46,18 @@ class ConstraintSet;
 
 class Space {
  public:
-  // Reads the JSON form README.md documents ("Space files"). `source` names the file in error messages and
-  // `base_dir` resolves relative paths the space refers to (a replay landscape).
+  // Reads the JSON form README.md documents ("Space files"), each param against its table (the
+  // kernel's native table, the environment variables' tables): kind, unit, doc and default come
+  // from the table, and a space that contradicts it is refused naming the field. `source` names
+  // the file in error messages and `base_dir` resolves relative paths the space refers to (a
+  // replay landscape).
   static Expected<Space> from_json(const Json& doc, const std::string& source,
                                    const std::filesystem::path& base_dir);
-  // Loads a space file; JSON errors report file, line and column.
+  // Reads a study's stored definition() as it was stored, without the tables: it was read against
+  // them when the study began, and a study made before a table changed still reads.
+  static Expected<Space> from_definition(const Json& doc, const std::string& source,
+                                         const std::filesystem::path& base_dir);
+  // Loads a space file (from_json); JSON errors report file, line and column.
   static Expected<Space> load_file(const std::filesystem::path& path);
 
   const std::string& name() const { return name_; }
@@ -114,6 +121,8 @@ class Space {
   Json definition() const;
 
  private:
+  static Expected<Space> read(const Json& doc, const std::string& source, const std::filesystem::path& base_dir,
+                              bool with_tables);
   Status compile();
 
   std::string name_, kernel_, operation_, description_, source_;

@@ -1,6 +1,7 @@
 // The JSON form of a space: reading and validating a space file (params with their domains and
-// defaults, sizes, constraints, the fields left to the kernel), and the normalised definition a
-// study stores. The space's operations on configs are in space.cpp.
+// defaults, read against their tables in space_tables.cpp; sizes, constraints, the fields left to
+// the kernel), and the normalised definition a study stores. The space's operations on configs
+// are in space.cpp.
 #include "tuner/space.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "tuner/space_domain.hpp"
+#include "tuner/space_tables.hpp"
 
 namespace acceltune {
 
@@ -57,11 +59,16 @@ struct ParamReader {
     }
     return fail(fmt::format("field '{}' must be an integer (or \"cores\"), not {}", field, j.dump()));
   }
+
+  Status need(const Json& j, const std::string& kind, const char* field) const {
+    if (!j.contains(field)) return fail(fmt::format("kind '{}' needs field '{}'", kind, field));
+    return {};
+  }
 };
 
-Expected<Param> parse_param(const Json& j, const std::string& where) {
-  ParamReader r{where};
-  if (!j.is_object()) return r.fail("a param must be an object with name, kind and default");
+// The fields every param may have: its name, its variable, unit and doc.
+Status read_names(const Json& j, const ParamReader& r, Param& p) {
+  if (!j.is_object()) return r.fail("a param must be an object with a name");
   static const std::set<std::string> known = {"name", "kind", "min", "max", "step", "values",
                                               "default", "env", "unit", "doc", "needs"};
   for (const auto& [k, v] : j.items()) {
@@ -70,139 +77,143 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
                                 "default, env, unit, doc, needs)", k));
     }
   }
-  Param p;
   if (!j.contains("name") || !j["name"].is_string()) return r.fail("missing string field 'name'");
   p.name = j["name"].get<std::string>();
   if (!is_param_name(p.name)) {
     return r.fail(fmt::format("name '{}' must be an identifier (letters, digits, '_')", p.name));
   }
-  if (!j.contains("kind") || !j["kind"].is_string()) {
-    return r.fail("missing string field 'kind' (one of int, pow2, ordinal, categorical, bool)");
-  }
-  const std::string kind = j["kind"].get<std::string>();
   for (const char* f : {"env", "unit", "doc"}) {
-    if (j.contains(f)) {
-      if (!j[f].is_string()) return r.fail(fmt::format("field '{}' must be a string", f));
-    }
+    if (j.contains(f) && !j[f].is_string()) return r.fail(fmt::format("field '{}' must be a string", f));
   }
   p.env = j.value("env", "");
   p.unit = j.value("unit", "");
   p.doc = j.value("doc", "");
-  if (j.contains("needs")) {
-    // {"VALUE": {"VAR": "VALUE", ...}}: what a job needs set to run with that value.
-    if (!j["needs"].is_object()) return r.fail("field 'needs' must map a value to the variables it needs");
-    for (const auto& [value, vars] : j["needs"].items()) {
-      if (!vars.is_object()) {
-        return r.fail(fmt::format("needs.{} must be an object of VARIABLE: \"value\" pairs", value));
-      }
-      for (const auto& [var, v] : vars.items()) {
-        if (!v.is_string()) return r.fail(fmt::format("needs.{}.{} must be a string", value, var));
-        p.needs[value].emplace_back(var, v.get<std::string>());
-      }
+  return {};
+}
+
+// {"VALUE": {"VAR": "VALUE", ...}}: what a job needs set to run with that value.
+Status read_needs(const Json& j, const ParamReader& r, Param& p) {
+  if (!j.contains("needs")) return {};
+  if (!j["needs"].is_object()) return r.fail("field 'needs' must map a value to the variables it needs");
+  for (const auto& [value, vars] : j["needs"].items()) {
+    if (!vars.is_object()) return r.fail(fmt::format("needs.{} must be an object of VARIABLE: \"value\" pairs", value));
+    for (const auto& [var, v] : vars.items()) {
+      if (!v.is_string()) return r.fail(fmt::format("needs.{}.{} must be a string", value, var));
+      p.needs[value].emplace_back(var, v.get<std::string>());
     }
   }
+  return {};
+}
 
-  auto need = [&](const char* f) -> Status {
-    if (!j.contains(f)) return r.fail(fmt::format("kind '{}' needs field '{}'", kind, f));
-    return {};
-  };
-  // An integer axis listed value by value (int, and pow2's normalised form); `why_not` refuses one.
-  auto listed_integers = [&](const std::function<std::string(int64_t)>& why_not) -> Status {
-    if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
-    for (const auto& v : j["values"]) {
-      ACCELTUNE_TRY_ASSIGN(int64_t x, r.integer(v, "values"));
-      if (const std::string why = why_not(x); !why.empty()) return r.fail(why);
-      p.values.emplace_back(x);
-    }
-    return {};
-  };
+// The kind the space names, or the one its row implies; checked against the row.
+Expected<std::string> read_kind(const Json& j, const ParamReader& r, const ParamRow& row, const std::string& path) {
+  if (!j.contains("kind") && row.row) return kind_from_row(*row.row, j);
+  if (!j.contains("kind") || !j["kind"].is_string()) {
+    return r.fail("missing string field 'kind' (one of int, pow2, ordinal, categorical, bool)");
+  }
+  const std::string kind = j["kind"].get<std::string>();
+  if (row.row) ACCELTUNE_TRY(check_kind(row, kind, path));
+  return kind;
+}
 
-  if (kind == "int") {
-    p.kind = ParamKind::int_range;
-    if (j.contains("values")) {
-      ACCELTUNE_TRY(listed_integers([](int64_t) { return std::string(); }));
-    } else {
-      ACCELTUNE_TRY(need("min"));
-      ACCELTUNE_TRY(need("max"));
-      ACCELTUNE_TRY_ASSIGN(int64_t lo, r.integer(j["min"], "min"));
-      ACCELTUNE_TRY_ASSIGN(int64_t hi, r.integer(j["max"], "max"));
-      int64_t step = 1;
-      if (j.contains("step")) {
-        ACCELTUNE_TRY_ASSIGN(step, r.integer(j["step"], "step"));
-        if (step <= 0) return r.fail("field 'step' must be positive");
-      }
-      if (hi >= lo && static_cast<uint64_t>((hi - lo) / step) >= kMaxDomain) {
-        return r.fail(fmt::format("domain {}..{} has more than {} values; use a step or pow2", lo, hi,
-                                  kMaxDomain));
-      }
-      for (int64_t x = lo; x <= hi; x += step) p.values.emplace_back(x);
-    }
-  } else if (kind == "pow2") {
-    p.kind = ParamKind::pow2;
-    auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
-    if (j.contains("values")) {  // the normalised form a study stores
-      ACCELTUNE_TRY(listed_integers(
-          [&](int64_t x) { return pow2(x) ? std::string() : fmt::format("value {} is not a power of two", x); }));
-    } else {
-    ACCELTUNE_TRY(need("min"));
-    ACCELTUNE_TRY(need("max"));
-    ACCELTUNE_TRY_ASSIGN(int64_t lo, r.integer(j["min"], "min"));
-    ACCELTUNE_TRY_ASSIGN(int64_t hi, r.integer(j["max"], "max"));
-    if (!pow2(lo)) return r.fail(fmt::format("min {} is not a power of two", lo));
-    if (!pow2(hi)) return r.fail(fmt::format("max {} is not a power of two", hi));
-    for (int64_t x = lo; x <= hi && x > 0; x *= 2) {
-      p.values.emplace_back(x);
-      if (x > INT64_MAX / 2) break;
-    }
-    }
-  } else if (kind == "ordinal" || kind == "categorical") {
-    p.kind = kind == "ordinal" ? ParamKind::ordinal : ParamKind::categorical;
-    ACCELTUNE_TRY(need("values"));
-    if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
-    for (const auto& v : j["values"]) {
-      if (p.kind == ParamKind::ordinal) {
-        if (v.is_number_integer()) {
-          p.values.emplace_back(v.get<int64_t>());
-        } else if (v.is_number()) {
-          p.values.emplace_back(v.get<double>());
-        } else {
-          return r.fail(fmt::format("ordinal value {} is not a number; use kind categorical", v.dump()));
-        }
-      } else {
-        if (v.is_string()) {
-          p.values.emplace_back(v.get<std::string>());
-        } else if (v.is_number() || v.is_boolean()) {
-          p.values.emplace_back(v.is_string() ? v.get<std::string>() : v.dump());
-        } else {
-          return r.fail(fmt::format("categorical value {} must be a string", v.dump()));
-        }
-      }
-    }
+// An integer axis listed value by value (int, and pow2's normalised form); `why_not` refuses one.
+Status read_listed_integers(const Json& j, const ParamReader& r, Param& p,
+                            const std::function<std::string(int64_t)>& why_not) {
+  if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
+  for (const auto& v : j["values"]) {
+    ACCELTUNE_TRY_ASSIGN(int64_t x, r.integer(v, "values"));
+    if (const std::string why = why_not(x); !why.empty()) return r.fail(why);
+    p.values.emplace_back(x);
+  }
+  return {};
+}
+
+Status read_int_domain(const Json& j, const ParamReader& r, Param& p) {
+  p.kind = ParamKind::int_range;
+  if (j.contains("values")) return read_listed_integers(j, r, p, [](int64_t) { return std::string(); });
+  ACCELTUNE_TRY(r.need(j, "int", "min"));
+  ACCELTUNE_TRY(r.need(j, "int", "max"));
+  ACCELTUNE_TRY_ASSIGN(int64_t lo, r.integer(j["min"], "min"));
+  ACCELTUNE_TRY_ASSIGN(int64_t hi, r.integer(j["max"], "max"));
+  int64_t step = 1;
+  if (j.contains("step")) {
+    ACCELTUNE_TRY_ASSIGN(step, r.integer(j["step"], "step"));
+    if (step <= 0) return r.fail("field 'step' must be positive");
+  }
+  if (hi >= lo && static_cast<uint64_t>((hi - lo) / step) >= kMaxDomain) {
+    return r.fail(fmt::format("domain {}..{} has more than {} values; use a step or pow2", lo, hi, kMaxDomain));
+  }
+  for (int64_t x = lo; x <= hi; x += step) p.values.emplace_back(x);
+  return {};
+}
+
+Status read_pow2_domain(const Json& j, const ParamReader& r, Param& p) {
+  p.kind = ParamKind::pow2;
+  auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+  if (j.contains("values")) {  // the normalised form a study stores
+    return read_listed_integers(
+        j, r, p, [&](int64_t x) { return pow2(x) ? std::string() : fmt::format("value {} is not a power of two", x); });
+  }
+  ACCELTUNE_TRY(r.need(j, "pow2", "min"));
+  ACCELTUNE_TRY(r.need(j, "pow2", "max"));
+  ACCELTUNE_TRY_ASSIGN(int64_t lo, r.integer(j["min"], "min"));
+  ACCELTUNE_TRY_ASSIGN(int64_t hi, r.integer(j["max"], "max"));
+  if (!pow2(lo)) return r.fail(fmt::format("min {} is not a power of two", lo));
+  if (!pow2(hi)) return r.fail(fmt::format("max {} is not a power of two", hi));
+  for (int64_t x = lo; x <= hi && x > 0; x *= 2) {
+    p.values.emplace_back(x);
+    if (x > INT64_MAX / 2) break;
+  }
+  return {};
+}
+
+// Ordinal (increasing numbers) and categorical (strings; numbers and bools as their text) axes.
+Status read_listed_domain(const Json& j, const ParamReader& r, const std::string& kind, Param& p) {
+  p.kind = kind == "ordinal" ? ParamKind::ordinal : ParamKind::categorical;
+  ACCELTUNE_TRY(r.need(j, kind, "values"));
+  if (!j["values"].is_array()) return r.fail("field 'values' must be an array");
+  for (const auto& v : j["values"]) {
     if (p.kind == ParamKind::ordinal) {
-      for (size_t i = 1; i < p.values.size(); ++i) {
-        if (!(to_double(p.values[i - 1]) < to_double(p.values[i]))) {
-          return r.fail("ordinal values must be strictly increasing");
-        }
+      if (!v.is_number()) return r.fail(fmt::format("ordinal value {} is not a number; use kind categorical", v.dump()));
+      p.values.push_back(v.is_number_integer() ? Value(v.get<int64_t>()) : Value(v.get<double>()));
+    } else {
+      if (!v.is_string() && !v.is_number() && !v.is_boolean()) {
+        return r.fail(fmt::format("categorical value {} must be a string", v.dump()));
       }
+      p.values.emplace_back(v.is_string() ? v.get<std::string>() : v.dump());
     }
+  }
+  for (size_t i = 1; p.kind == ParamKind::ordinal && i < p.values.size(); ++i) {
+    if (!(to_double(p.values[i - 1]) < to_double(p.values[i]))) return r.fail("ordinal values must be strictly increasing");
+  }
+  return {};
+}
+
+// The domain by kind, then what every domain must be: not empty, not huge, no value twice.
+Status read_domain(const Json& j, const ParamReader& r, const std::string& kind, Param& p) {
+  if (kind == "int") {
+    ACCELTUNE_TRY(read_int_domain(j, r, p));
+  } else if (kind == "pow2") {
+    ACCELTUNE_TRY(read_pow2_domain(j, r, p));
+  } else if (kind == "ordinal" || kind == "categorical") {
+    ACCELTUNE_TRY(read_listed_domain(j, r, kind, p));
   } else if (kind == "bool") {
     p.kind = ParamKind::boolean;
     p.values = {Value(false), Value(true)};
   } else {
     return r.fail(fmt::format("unknown kind '{}' (use int, pow2, ordinal, categorical or bool)", kind));
   }
-
   if (p.values.empty()) return r.fail("empty domain: the param has no value to take");
   if (p.values.size() > kMaxDomain) return r.fail("domain too large");
-  {
-    std::set<std::string> seen;
-    for (const auto& v : p.values) {
-      if (!seen.insert(to_string(v)).second) {
-        return r.fail(fmt::format("value {} appears twice in the domain", to_string(v)));
-      }
-    }
+  std::set<std::string> seen;
+  for (const auto& v : p.values) {
+    if (!seen.insert(to_string(v)).second) return r.fail(fmt::format("value {} appears twice in the domain", to_string(v)));
   }
+  return {};
+}
 
+// The default the space states, as an index into the domain.
+Expected<size_t> read_default(const Json& j, const ParamReader& r, const Param& p) {
   if (!j.contains("default")) {
     return r.fail(fmt::format("missing field 'default': give the library's default value, one of {}",
                               describe_domain(p)));
@@ -222,17 +233,73 @@ Expected<Param> parse_param(const Json& j, const std::string& where) {
     auto cores = r.integer(d, "default");
     if (cores) idx = p.index_of(Value(*cores));
   }
+  if (!idx) return r.fail(fmt::format("default {} is not in the domain {}", d.dump(), describe_domain(p)));
+  return *idx;
+}
+
+// One param of a space, read against its row where `tables` has one (a space file), else as it
+// states itself (a study's stored definition, or a param no table describes).
+Expected<Param> parse_param(const Json& j, const std::string& source, size_t index, const SpaceTables* tables) {
+  std::string where = fmt::format("{}: params[{}]", source, index);
+  if (j.is_object() && j.contains("name") && j["name"].is_string()) {
+    where += fmt::format(" (\"{}\")", j["name"].get<std::string>());
+  }
+  const ParamReader r{where};
+  Param p;
+  ACCELTUNE_TRY(read_names(j, r, p));
+  ACCELTUNE_TRY(read_needs(j, r, p));
+  const std::string path = fmt::format("{}: params.{}", source, p.name);
+  ParamRow row;
+  if (tables) {
+    ACCELTUNE_TRY_ASSIGN(row, tables->row_of(p.name, p.env, path));
+  }
+  ACCELTUNE_TRY_ASSIGN(const std::string kind, read_kind(j, r, row, path));
+  ACCELTUNE_TRY(read_domain(j, r, kind, p));
+  std::optional<size_t> idx;
+  if (row.row) {
+    ACCELTUNE_TRY(fit_to_row(j, row, path, p));
+    ACCELTUNE_TRY_ASSIGN(idx, default_from_row(j, row, path, p));
+  }
   if (!idx) {
-    return r.fail(fmt::format("default {} is not in the domain {}", d.dump(), describe_domain(p)));
+    ACCELTUNE_TRY_ASSIGN(idx, read_default(j, r, p));
   }
   p.default_index = *idx;
   return p;
+}
+
+// The sizes field: numbers of bytes or size texts ("64K", "1K:1G:x4").
+Expected<std::vector<uint64_t>> read_sizes(const Json& sz, const std::string& source) {
+  if (!sz.is_array()) return input_error("{}: field 'sizes' must be an array such as [\"64K\", \"1M\"]", source);
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < sz.size(); ++i) {
+    if (sz[i].is_number_unsigned() || sz[i].is_number_integer()) {
+      if (sz[i].get<int64_t>() < 0) return input_error("{}: sizes[{}] is negative", source, i);
+      sizes.push_back(sz[i].get<uint64_t>());
+    } else if (sz[i].is_string()) {
+      auto b = parse_sizes(sz[i].get<std::string>());
+      if (!b) return input_error("{}: sizes[{}]: {}", source, i, b.error().message);
+      sizes.insert(sizes.end(), b->begin(), b->end());
+    } else {
+      return input_error("{}: sizes[{}] must be a size such as \"64K\" or a number of bytes", source, i);
+    }
+  }
+  return sizes;
 }
 
 }  // namespace
 
 Expected<Space> Space::from_json(const Json& doc, const std::string& source,
                                  const std::filesystem::path& base_dir) {
+  return read(doc, source, base_dir, true);
+}
+
+Expected<Space> Space::from_definition(const Json& doc, const std::string& source,
+                                       const std::filesystem::path& base_dir) {
+  return read(doc, source, base_dir, false);
+}
+
+Expected<Space> Space::read(const Json& doc, const std::string& source, const std::filesystem::path& base_dir,
+                            bool with_tables) {
   if (!doc.is_object()) return input_error("{}: a space must be a JSON object", source);
   Space s;
   s.source_ = source;
@@ -253,20 +320,7 @@ Expected<Space> Space::from_json(const Json& doc, const std::string& source,
   if (s.operation_.empty()) s.operation_ = s.kernel_;
 
   if (doc.contains("sizes")) {
-    const Json& sz = doc["sizes"];
-    if (!sz.is_array()) return input_error("{}: field 'sizes' must be an array such as [\"64K\", \"1M\"]", source);
-    for (size_t i = 0; i < sz.size(); ++i) {
-      if (sz[i].is_number_unsigned() || sz[i].is_number_integer()) {
-        if (sz[i].get<int64_t>() < 0) return input_error("{}: sizes[{}] is negative", source, i);
-        s.sizes_.push_back(sz[i].get<uint64_t>());
-      } else if (sz[i].is_string()) {
-        auto b = parse_sizes(sz[i].get<std::string>());
-        if (!b) return input_error("{}: sizes[{}]: {}", source, i, b.error().message);
-        s.sizes_.insert(s.sizes_.end(), b->begin(), b->end());
-      } else {
-        return input_error("{}: sizes[{}] must be a size such as \"64K\" or a number of bytes", source, i);
-      }
-    }
+    ACCELTUNE_TRY_ASSIGN(s.sizes_, read_sizes(doc["sizes"], source));
   }
 
   if (!doc.contains("params") || !doc["params"].is_array()) {
@@ -274,13 +328,10 @@ Expected<Space> Space::from_json(const Json& doc, const std::string& source,
   }
   const Json& params = doc["params"];
   if (params.empty()) return input_error("{}: 'params' is empty; a space needs at least one param", source);
+  const std::optional<SpaceTables> tables = with_tables ? std::optional<SpaceTables>(s.kernel_) : std::nullopt;
   for (size_t i = 0; i < params.size(); ++i) {
-    std::string where = fmt::format("{}: params[{}]", source, i);
-    if (params[i].is_object() && params[i].contains("name") && params[i]["name"].is_string()) {
-      where += fmt::format(" (\"{}\")", params[i]["name"].get<std::string>());
-    }
-    ACCELTUNE_TRY_ASSIGN(Param p, parse_param(params[i], where));
-    if (s.param_index(p.name)) return input_error("{}: param name '{}' is used twice", where, p.name);
+    ACCELTUNE_TRY_ASSIGN(Param p, parse_param(params[i], source, i, tables ? &*tables : nullptr));
+    if (s.param_index(p.name)) return input_error("{}: params[{}]: param name '{}' is used twice", source, i, p.name);
     s.params_.push_back(std::move(p));
   }
 

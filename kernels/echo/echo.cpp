@@ -13,6 +13,7 @@
 #include "kernels/shared/peer.hpp"
 #include "tuner/best.hpp"
 #include "tuner/delivery.hpp"
+#include "tuner/env_params.hpp"
 #include "tuner/family.hpp"
 #include "tuner/kernel.hpp"
 
@@ -106,3 +107,7 @@ ACCELTUNE_REGISTER(::acceltune::DeliveryClient, "echo",
 ACCELTUNE_REGISTER(::acceltune::PeerHandler, "echo",
                    (::acceltune::PeerHandler{"the test family's far end: answers a hello with the hello",
                                              ::acceltune::serve_echo}))
+ACCELTUNE_REGISTER_ENV_TABLE("echo", "the echo test family", "ACCELTUNE_ECHO_",
+                             (::acceltune::NativeTable{::acceltune::env_integer(
+                                 "ACCELTUNE_ECHO_CHUNK", 1, int64_t{1} << 30, "bytes", "16",
+                                 "bytes copied per call, read from the environment as a library reads its variables")}))

@@ -166,8 +166,9 @@ class CudaCopy final : public Kernel {
 
   const NativeTable& native_table() const override {
     static const NativeTable table = {
-        choice_param("host_memory", {"pinned", "pageable", "registered"}, "pinned",
-                     "host buffer kind for h2d and d2h (registered: malloc then cudaHostRegister)"),
+        choice_param("host_memory", {"pinned", "pageable", "registered"}, "pageable",
+                     "host buffer of h2d and d2h: malloc'ed pages (what a program has unless it asks), "
+                     "cudaMallocHost, or malloc'ed pages registered with cudaHostRegister"),
         integer_param("chunk", 4096, int64_t{1} << 40, int64_t{1} << 40, "bytes",
                       "the copy is issued in pieces of this size (the default: one piece)"),
         integer_param("streams", 1, 64, 1, "streams", "streams the pieces are spread over"),

@@ -77,15 +77,18 @@ class HostCopy final : public Kernel {
  public:
   const NativeTable& native_table() const override {
     static const NativeTable table = {
-        integer_param("threads", 1, 1024, 1, "threads", "threads that copy, each its contiguous share"),
+        integer_param("threads", 1, 1024, 1, "threads",
+                      "threads that copy, the caller included, each its contiguous share"),
         integer_param("chunk", 64, int64_t{1} << 40, int64_t{1} << 40, "bytes",
                       "each thread copies its share in pieces of this size (the default: one piece)"),
         choice_param("method", {"memcpy", "stream", "rep_movsb"}, "memcpy",
-                     "memcpy, non-temporal streaming stores, or rep movsb (x86-64)"),
-        integer_param("src_offset", 0, 1 << 20, 0, "bytes", "source start past page alignment"),
-        integer_param("dst_offset", 0, 1 << 20, 0, "bytes", "destination start past page alignment"),
-        choice_param("touch", {"main", "workers"}, "main", "who first touches the buffers (their NUMA placement)"),
-        bool_param("hugepages", false, "transparent huge pages for both buffers"),
+                     "libc memcpy, non-temporal streaming stores, or the rep movsb instruction (x86-64)"),
+        integer_param("src_offset", 0, 1 << 20, 0, "bytes", "source start past a 2 MiB boundary"),
+        integer_param("dst_offset", 0, 1 << 20, 0, "bytes",
+                      "destination start past a 2 MiB boundary (4K aliasing with the source at 0)"),
+        choice_param("touch", {"main", "workers"}, "main",
+                     "who first touches the buffers, which places their pages: the caller, or each thread its share"),
+        bool_param("hugepages", false, "transparent huge pages (madvise) on both buffers"),
     };
     return table;
   }

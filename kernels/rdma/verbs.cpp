@@ -198,7 +198,9 @@ class Verbs final : public Kernel {
   const NativeTable& native_table() const override {
     static const NativeTable table = [] {
       NativeTable t = {
-          integer_param("mtu", 256, 4096, 4096, "bytes", "the queue pairs' path MTU (at most the port's active MTU)"),
+          integer_param("mtu", 256, 4096, 1024, "bytes",
+                        "the queue pairs' path MTU, at most the port's active MTU (1024: RoCE on a 1500-byte "
+                        "link)"),
           integer_param("qps", 1, verbs::kMaxQps, 1, "queue pairs", "queue pairs the transfer is spread over"),
           integer_param("outstanding", 1, 4096, 16, "work requests", "posted and not yet completed, per queue pair"),
           integer_param("inline_bytes", 0, 1024, 0, "bytes", "largest message sent inline with its work request"),
