@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "kernels/gpu/nccl_common.hpp"
+#include "kernels/nccl/nccl_common.hpp"
 #include "results/nccl_tuner_table.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/best.hpp"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "kernels/gpu/nccl_common.hpp"
+#include "kernels/nccl/nccl_common.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/kernel.hpp"
 

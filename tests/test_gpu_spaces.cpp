@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "kernels/gpu/nccl_common.hpp"
+#include "kernels/nccl/nccl_common.hpp"
 #include "kernels/shared/timed_external.hpp"
 #include "tests/helpers.hpp"
 #include "tuner/space.hpp"

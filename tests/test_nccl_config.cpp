@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernels/gpu/nccl_config.hpp"
+#include "kernels/nccl/nccl_config.hpp"
 
 namespace acceltune {
 namespace {

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/gpu/nccl_control.hpp"
+#include "kernels/nccl/nccl_control.hpp"
 #include "kernels/shared/control_auth.hpp"
 #include "kernels/shared/peer.hpp"
 #include "tests/helpers.hpp"

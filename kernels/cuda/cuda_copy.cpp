@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/gpu/cuda_copy_sm.hpp"
+#include "kernels/cuda/cuda_copy_sm.hpp"
 #include "kernels/shared/pattern.hpp"
 #include "kernels/shared/timed_external.hpp"
 #include "tuner/kernel.hpp"

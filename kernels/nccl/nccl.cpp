@@ -29,8 +29,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "kernels/gpu/nccl_common.hpp"
-#include "kernels/gpu/nccl_control.hpp"
+#include "kernels/nccl/nccl_common.hpp"
+#include "kernels/nccl/nccl_control.hpp"
 #include "kernels/shared/child_process.hpp"
 #include "kernels/shared/timed_external.hpp"
 #include "tuner/binary.hpp"

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/gpu/nccl_common.hpp"
-#include "kernels/gpu/nccl_config.hpp"
-#include "kernels/gpu/nccl_control.hpp"
+#include "kernels/nccl/nccl_common.hpp"
+#include "kernels/nccl/nccl_config.hpp"
+#include "kernels/nccl/nccl_control.hpp"
 #include "tuner/service.hpp"
 
 namespace acceltune {

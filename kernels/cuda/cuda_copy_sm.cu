@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gpu/cuda_copy_sm.hpp"
+#include "kernels/cuda/cuda_copy_sm.hpp"
 
 namespace acceltune {
 namespace {

@@ -1,6 +1,6 @@
-// The definitions behind kernels/gpu/nccl_config.hpp: the communicator settings of an nccl
+// The definitions behind kernels/nccl/nccl_config.hpp: the communicator settings of an nccl
 // measurement (the space's native params) as ncclConfig_t fields.
-#include "kernels/gpu/nccl_config.hpp"
+#include "kernels/nccl/nccl_config.hpp"
 
 #include <cstdint>
 

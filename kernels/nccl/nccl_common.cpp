@@ -1,5 +1,5 @@
-// The definitions behind kernels/gpu/nccl_common.hpp: what the nccl kernel knows without NCCL.
-#include "kernels/gpu/nccl_common.hpp"
+// The definitions behind kernels/nccl/nccl_common.hpp: what the nccl kernel knows without NCCL.
+#include "kernels/nccl/nccl_common.hpp"
 
 #include <algorithm>
 #include <cstdlib>
