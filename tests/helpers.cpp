@@ -228,6 +228,8 @@ std::string nccl_plugin() { return env_or("ACCELTUNE_NCCL_PLUGIN", ACCELTUNE_NCC
 
 fs::path build_dir() { return env_or("ACCELTUNE_BUILD_DIR", ACCELTUNE_BUILD_DIR); }
 
+fs::path source_dir() { return env_or("ACCELTUNE_SOURCE_DIR", ACCELTUNE_SOURCE_DIR); }
+
 std::string built_path(const char* name, const char* built) { return env_or(name, built); }
 
 MeasureSettings quick_settings(double warmup_seconds, double max_seconds, int min_samples, int max_samples) {

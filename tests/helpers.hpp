@@ -112,6 +112,9 @@ std::filesystem::path spaces_dir();
 std::string nccl_plugin();
 // the build tree (ACCELTUNE_BUILD_DIR), for tests that install from it;
 std::filesystem::path build_dir();
+// the source tree (ACCELTUNE_SOURCE_DIR), for the files it holds beside the code (README.md,
+// tools/ scripts); a copy without it names a folder that does not exist;
+std::filesystem::path source_dir();
 // any other built file: the variable `name` when set, else what the build compiled in.
 std::string built_path(const char* name, const char* built);
 

@@ -301,7 +301,7 @@ TEST(MpiColl, RanksOnTwoNamespacesAsTwoHosts) {
   ASSERT_EQ(made.exit_code, 0) << made.output;
   TempDir dir;
   test::write_file(dir / "hosts", "198.18.3.2 slots=1\n198.18.3.3 slots=1\n");
-  const fs::path agent = test::spaces_dir().parent_path() / "tools" / "mpi-netns-agent.sh";  // beside the shipped spaces
+  const fs::path agent = test::source_dir() / "tools" / "mpi-netns-agent.sh";
   // mpirun has been seen waiting for its daemons for good once in many runs: the command has a
   // deadline, and one retry, so a stuck launch fails the test instead of hanging the suite.
   const auto run = [&] {

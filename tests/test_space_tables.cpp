@@ -171,7 +171,7 @@ TEST(SpaceTables, EveryShippedSpaceLoadsAgainstItsTables) {
 
 // The space file README.md shows reads against its tables.
 TEST(SpaceTables, TheReadmesSpaceFileLoads) {
-  const auto readme = test::spaces_dir().parent_path() / "README.md";
+  const auto readme = test::source_dir() / "README.md";
   if (!std::filesystem::exists(readme)) GTEST_SKIP() << readme << " is not here (an installed copy)";
   const std::string text = test::read_file(readme);
   const size_t section = text.find("### Space files");
