@@ -214,7 +214,7 @@ LinkRule host_memory_rule() {
   r.order = 10;
   r.kinds = {"host-memory"};
   r.ceilings = host_memory_ceilings;
-  r.id_of = [](const Json&, const Json&) { return std::string("host-memory"); };
+  r.fixed_id = "host-memory";
   return r;
 }
 
@@ -224,7 +224,7 @@ LinkRule loopback_rule() {
   r.order = 20;
   r.kinds = {"loopback"};
   r.ceilings = loopback_ceilings;
-  r.id_of = [](const Json&, const Json&) { return std::string("lo"); };
+  r.fixed_id = "lo";
   r.no_line_rate = "loopback (lo)";
   return r;
 }
@@ -234,7 +234,7 @@ LinkRule veth_rule() {
   r.description = "a veth pair between network namespaces: no line rate";
   r.order = 25;
   r.kinds = {"veth"};
-  r.id_of = [](const Json&, const Json&) { return std::string("veth"); };
+  r.fixed_id = "veth";
   r.no_line_rate = "a veth pair";
   return r;
 }

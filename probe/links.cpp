@@ -77,7 +77,8 @@ std::string gpu_label(const Json& g) {
 
 std::string ceiling_id_of(const Json& probe, const Json& link) {
   const LinkRule* rule = rule_of(link);
-  return rule && rule->id_of ? rule->id_of(probe, link) : "";
+  if (!rule) return "";
+  return rule->id_of ? rule->id_of(probe, link) : rule->fixed_id;
 }
 
 double pcie_gbps(int gen, int width) {

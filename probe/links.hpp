@@ -55,6 +55,7 @@ struct LinkRule {
   std::vector<std::string> kinds;  // the link record kinds it answers for
   std::function<std::vector<LinkCeiling>(const Json& probe)> ceilings;   // may be empty
   std::function<std::string(const Json& probe, const Json& link)> id_of;  // the ceiling id a record names
+  std::string fixed_id;  // or, for a kind with one ceiling, its id (used where id_of is empty)
   // The device a link of this kind sits on (a NIC, an HCA): its name and its probe record, for
   // the NUMA suggestion; may be empty.
   std::function<std::pair<std::string, const Json*>(const Json& probe, const Json& link)> device;

@@ -37,7 +37,7 @@ LinkRule echo_rule() {
   r.order = 90;
   r.kinds = {"echo-wire"};
   r.ceilings = echo_ceilings;
-  r.id_of = [](const Json&, const Json&) { return std::string("echo-wire"); };
+  r.fixed_id = "echo-wire";
   return r;
 }
 
