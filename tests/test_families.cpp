@@ -15,8 +15,11 @@
 #include "tests/helpers.hpp"
 #include "tools/bringup/bundle.hpp"
 #include "tools/bringup/families.hpp"
+#include "results/study_dir.hpp"
 #include "tuner/family.hpp"
 #include "tuner/kernel.hpp"
+#include "tuner/plan.hpp"
+#include "tuner/verify.hpp"
 
 namespace acceltune {
 namespace {
@@ -115,6 +118,83 @@ TEST(Families, ATestFamilyFromItsOwnFolderReachesEveryPoint) {
   EXPECT_EQ((*reply)["echoed"], true);
   EXPECT_EQ((*reply)["n"], 7);
   for (const auto& h : echo->far_ends) EXPECT_NE(PeerHandlerRegistry::instance().find(h), nullptr) << h;
+}
+
+// The stages after the plan (tuner/verify.hpp's verify_and_fall_back), through echo's plain client
+// with plans of known direction: 1-byte copies are slower than the library's 16, 64K ones faster.
+// A slower plan is measured slower and falls back to the defaults; a faster one is measured
+// faster and pays. Swapping the arms of the comparison fails both halves.
+TEST(Families, TheStagesAfterThePlanTellFasterFromSlowerAndFallBack) {
+#if !ACCELTUNE_TEST_SEAMS
+  GTEST_SKIP() << "the test family is built only with ACCELTUNE_TEST_SEAMS";
+#endif
+  test::TempDir dir;
+  const fs::path study = dir / "study";
+  auto r = run_cli({"search", "--space", "echo", "--out", study.string(), "--certify-top", "0", "--verify-rounds", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto with_chunk = [&](int64_t chunk) -> BestTable {
+    auto s = load_study_dir(study.string(), StudyParts::best);
+    EXPECT_TRUE(s) << s.error().message;
+    if (!s) return {};
+    BestTable b = s->best;
+    b.plan.job = Json{{"chunk", chunk}};
+    b.plan.job_is_default = false;
+    for (auto& z : b.sizes) {
+      z.chosen_config = with_job(b.default_config, b.plan.job);
+      z.chosen_is_default = false;
+    }
+    finish_ranges(b);  // the ranges and the export config follow the plan
+    return b;
+  };
+
+  BestTable slower = with_chunk(1);
+  DeliverOptions o;
+  o.verify.rounds = 5;
+  o.measurements = 3;
+  o.fall_back = true;
+  std::vector<BestTable> measured;
+  o.on_measured = [&](const BestTable& b) { measured.push_back(b); };
+  int fallbacks = 0;
+  o.on_fallback = [&](bool again) {
+    EXPECT_TRUE(again);
+    ++fallbacks;
+  };
+  auto d = verify_and_fall_back(slower, o);
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_FALSE(measured.empty());
+  for (const auto& z : measured[0].sizes) {
+    ASSERT_TRUE(z.delivered) << z.bytes;
+    EXPECT_TRUE(z.delivered->slower) << z.bytes << ": " << z.delivered->ratio << " [" << z.delivered->ci_low << ", "
+                                     << z.delivered->ci_high << "]";
+    EXPECT_FALSE(z.delivered->faster) << z.bytes;
+  }
+  EXPECT_EQ(d->fallbacks, 1);
+  EXPECT_EQ(fallbacks, 1);
+  EXPECT_TRUE(slower.plan.job_is_default);
+  ASSERT_FALSE(slower.plan.notes.empty());
+  EXPECT_NE(slower.plan.notes[0].find("falls back to the library defaults"), std::string::npos) << slower.plan.notes[0];
+  // Fallen back, the plan loads nothing: the second measurement has nothing to compare.
+  EXPECT_EQ(d->measurements, 2);
+  EXPECT_EQ(d->verdict, PlanVerdict::not_verified);
+  EXPECT_NE(d->why.find("defaults"), std::string::npos) << d->why;
+  // What best.json keeps is the last measurement's plan.
+  auto kept = load_study_dir(study.string(), StudyParts::best);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_TRUE(kept->best.plan.job_is_default);
+
+  BestTable faster = with_chunk(65536);
+  o.measurements = 1;
+  o.fall_back = false;
+  measured.clear();
+  d = verify_and_fall_back(faster, o);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->verdict, PlanVerdict::pays);
+  EXPECT_EQ(d->measurements, 1);
+  for (const auto& z : faster.sizes) {
+    ASSERT_TRUE(z.delivered) << z.bytes;
+    EXPECT_TRUE(z.delivered->faster) << z.bytes << ": " << z.delivered->ratio << " [" << z.delivered->ci_low << ", "
+                                     << z.delivered->ci_high << "]";
+  }
 }
 
 }  // namespace

@@ -103,10 +103,11 @@ void add_report_command(CLI::App& app, CommandList& list);
 void add_verify_command(CLI::App& app, CommandList& list);
 void add_bringup_command(CLI::App& app, CommandList& list);
 
-// Measures the delivered gain of a study's best table (tuner/verify.hpp), stores it in the study's
-// best.json and prints certified and delivered side by side. Returns 0 when the plan pays, kExitNoLongerPays
-// when a size is significantly slower than the defaults, 1 or 2 on failure.
-int verify_study(BestTable& b, int rounds, bool check_fingerprint);
+// The delivered gain of a study's best table through tuner/verify.hpp's verify_and_fall_back
+// (`measurements` and `fall_back` as there), each measurement printed with certified and delivered
+// side by side. Returns 0 when the plan pays or nothing was measured, kExitNoLongerPays when a
+// size is significantly slower than the defaults, 1 or 2 on failure.
+int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false);
 inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

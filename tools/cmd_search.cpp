@@ -8,8 +8,6 @@
 #include "tuner/cancel.hpp"
 #include "tuner/delivery.hpp"
 #include "probe/fingerprint.hpp"
-#include "tuner/plan.hpp"
-#include "tuner/verify.hpp"
 #include "tuner/process_guard.hpp"
 #include "tuner/study.hpp"
 
@@ -208,16 +206,10 @@ int cmd_search(const SearchArgs& a) {
     // The kernel's own processes and namespaces end first: the plain client makes its own.
     p.kernel.reset();
     BestTable verified = outcome->best;
-    for (int pass = 0; pass < 3; ++pass) {
-      const int rc = verify_study(verified, a.verify_rounds, false);
-      if (rc != kExitNoLongerPays) {
-        if (rc != 0) std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
-                                  out.c_str());
-        break;
-      }
-      if (!apply_delivered_fallback(verified)) break;
-      std::printf("the plan changed after its delivered measurement; measuring it again\n");
-      if (Status w = write_plan_files(verified); !w) return fail(w.error());
+    const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true);
+    if (rc != 0 && rc != kExitNoLongerPays) {
+      std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
+                   out.c_str());
     }
   }
   std::printf("study: %s\n", out.string().c_str());

@@ -18,37 +18,11 @@ std::string interval_text(double ratio, double low, double high) {
   return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
 }
 
-}  // namespace
-
-int verify_study(BestTable& b, int rounds, bool check_fingerprint) {
-  const Json now = probe_fingerprint(ProbeScope::identity);
-  if (check_fingerprint) {
-    const Json stored = b.study.value("fingerprint", Json::object());
-    const std::vector<std::string> drift = fingerprint_drift(stored, now);
-    if (!drift.empty()) {
-      std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),
-                  now.value("id", "?").c_str());
-      for (const auto& d : drift) std::printf("  %s\n", d.c_str());
-    }
-  }
-  VerifyOptions o;
-  o.rounds = rounds;
-  o.fingerprint_id = now.value("id", "");
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  if (tty) {
-    o.progress = [](int done, int total) {
-      std::fprintf(stderr, "\r\033[Kverifying: run %d/%d (defaults and plan interleaved)", done, total);
-    };
-  }
-  Status st = verify_delivery(b, o);
-  if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!st) return fail(st.error());
-  auto store = open_store("dir", b.dir);
-  if (!store) return fail(store.error());
-  if (Status w = (*store)->write_best(b.to_json()); !w) return fail(w.error());
+// One delivered measurement, certified and delivered side by side.
+void print_delivered(const BestTable& b) {
   if (b.delivery.state != "measured") {
     std::printf("delivered: not verified: %s\n", b.delivery.why.c_str());
-    return 0;
+    return;
   }
   std::printf("delivered through: %s (%d rounds, interleaved with the defaults)\n", b.delivery.client.c_str(),
               b.delivery.rounds);
@@ -63,7 +37,44 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint) {
                                           : z.delivered->faster ? "faster" : "no significant difference";
     std::printf("%-8s %-24s %-24s %s\n", format_bytes(z.bytes).c_str(), cert.c_str(), del.c_str(), verdict);
   }
-  if (!delivery_pays(b)) {
+}
+
+}  // namespace
+
+int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back) {
+  const Json now = probe_fingerprint(ProbeScope::identity);
+  if (check_fingerprint) {
+    const Json stored = b.study.value("fingerprint", Json::object());
+    const std::vector<std::string> drift = fingerprint_drift(stored, now);
+    if (!drift.empty()) {
+      std::printf("the machine differs from the study's (%s -> %s):\n", stored.value("id", "?").c_str(),
+                  now.value("id", "?").c_str());
+      for (const auto& d : drift) std::printf("  %s\n", d.c_str());
+    }
+  }
+  DeliverOptions o;
+  o.verify.rounds = rounds;
+  o.verify.fingerprint_id = now.value("id", "");
+  o.measurements = measurements;
+  o.fall_back = fall_back;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  if (tty) {
+    o.verify.progress = [](int done, int total) {
+      std::fprintf(stderr, "\r\033[Kverifying: run %d/%d (defaults and plan interleaved)", done, total);
+    };
+  }
+  o.on_measured = [tty](const BestTable& measured) {
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    print_delivered(measured);
+  };
+  o.on_fallback = [](bool again) {
+    std::printf(again ? "the plan changed after its delivered measurement; measuring it again\n"
+                      : "the plan fell back after its last delivered measurement; 'acceltune verify' measures it\n");
+  };
+  auto delivered = verify_and_fall_back(b, o);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!delivered) return fail(delivered.error());
+  if (delivered->verdict == PlanVerdict::no_longer_pays) {
     std::printf("the plan no longer pays: a job that loads it runs slower than the defaults at some size (exit %d)\n",
                 kExitNoLongerPays);
     return kExitNoLongerPays;

@@ -7,6 +7,7 @@
 #include "tuner/certify.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/plan.hpp"
+#include "tuner/store.hpp"
 
 namespace acceltune {
 
@@ -165,6 +166,33 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   best.delivery.at = utc_now_iso8601();
   best.delivery.fingerprint = options.fingerprint_id;
   return {};
+}
+
+Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptions& options) {
+  DeliveredPlan out;
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", best.dir));
+  for (int pass = 0; pass < std::max(1, options.measurements); ++pass) {
+    ACCELTUNE_TRY(verify_delivery(best, options.verify));
+    ACCELTUNE_TRY(store->write_best(best.to_json()));
+    ++out.measurements;
+    if (options.on_measured) options.on_measured(best);
+    if (best.delivery.state != "measured") {
+      out.verdict = PlanVerdict::not_verified;
+      out.why = best.delivery.why;
+      return out;
+    }
+    if (delivery_pays(best)) {
+      out.verdict = PlanVerdict::pays;
+      return out;
+    }
+    out.verdict = PlanVerdict::no_longer_pays;
+    if (!options.fall_back || !apply_delivered_fallback(best)) return out;
+    ACCELTUNE_TRY(write_plan_files(best));
+    ++out.fallbacks;
+    out.verdict = PlanVerdict::fell_back_unmeasured;
+    if (options.on_fallback) options.on_fallback(pass + 1 < options.measurements);
+  }
+  return out;
 }
 
 }  // namespace acceltune

@@ -44,6 +44,33 @@ bool apply_delivered_fallback(BestTable& best);
 // Whether the delivered plan pays: no size significantly slower than the defaults.
 bool delivery_pays(const BestTable& best);
 
+// The study's stages after its plan is written (tuner/study.hpp: search, rank, certify, plan):
+// verify, then fall back. Each delivered measurement is kept in the study's best.json; where the
+// plan costs the job time and `fall_back` is set, the slower sizes fall back
+// (apply_delivered_fallback), the plan's files are written again and it is measured again, at
+// most `measurements` times in all.
+enum class PlanVerdict {
+  not_verified,          // nothing measured: no client, or a plan that loads nothing (`why`)
+  pays,                  // no size significantly slower than the defaults
+  no_longer_pays,        // some size slower, and nothing (more) to fall back to
+  fell_back_unmeasured,  // the last measurement made it fall back again; that plan is not measured
+};
+struct DeliverOptions {
+  VerifyOptions verify;
+  int measurements = 1;
+  bool fall_back = false;
+  std::function<void(const BestTable&)> on_measured;  // after each measurement, once best.json holds it
+  // After the plan changed and its files were written; `again`: it will be measured again.
+  std::function<void(bool again)> on_fallback;
+};
+struct DeliveredPlan {
+  PlanVerdict verdict = PlanVerdict::not_verified;
+  int measurements = 0;
+  int fallbacks = 0;
+  std::string why;  // not_verified: why nothing was measured
+};
+Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptions& options);
+
 // The fingerprint fields that differ between a stored study's machine and `now`, one line each
 // ("cpu.model: A -> B"); empty when they agree.
 std::vector<std::string> fingerprint_drift(const Json& stored_fingerprint, const Json& now_fingerprint);
