@@ -208,84 +208,65 @@ std::vector<std::string> nic_suggestions(const Json& probe, const Json& link) {
   return out;
 }
 
-LinkRule host_memory_rule() {
-  LinkRule r;
-  r.description = "host memory: the probe's measured copy, per NUMA node where it measured several";
-  r.order = 10;
-  r.kinds = {"host-memory"};
-  r.ceilings = host_memory_ceilings;
-  r.fixed_id = "host-memory";
-  return r;
+std::string nic_id(const Json&, const Json& link) { return "nic:" + json_str(field_of(link, "interface")); }
+
+std::pair<std::string, const Json*> nic_device(const Json& probe, const Json& link) {
+  const std::string name = json_str(field_of(link, "interface"));
+  return {name, find_nic(probe, name)};
 }
 
-LinkRule loopback_rule() {
-  LinkRule r;
-  r.description = "loopback: no line rate";
-  r.order = 20;
-  r.kinds = {"loopback"};
-  r.ceilings = loopback_ceilings;
-  r.fixed_id = "lo";
-  r.no_line_rate = "loopback (lo)";
-  return r;
+std::string rdma_id(const Json&, const Json& link) {
+  return fmt::format("rdma:{}/{}", json_str(field_of(link, "device")), json_int(field_of(link, "port"), 1));
 }
 
-LinkRule veth_rule() {
-  LinkRule r;
-  r.description = "a veth pair between network namespaces: no line rate";
-  r.order = 25;
-  r.kinds = {"veth"};
-  r.fixed_id = "veth";
-  r.no_line_rate = "a veth pair";
-  return r;
-}
-
-LinkRule nic_rule() {
-  LinkRule r;
-  r.description = "NICs: the driver's link speed, or the NIC's PCIe link where narrower";
-  r.order = 30;
-  r.kinds = {"nic"};
-  r.ceilings = nic_ceilings;
-  r.id_of = [](const Json&, const Json& link) { return "nic:" + json_str(field_of(link, "interface")); };
-  r.device = [](const Json& probe, const Json& link) -> std::pair<std::string, const Json*> {
-    const std::string name = json_str(field_of(link, "interface"));
-    return {name, find_nic(probe, name)};
-  };
-  r.suggestions = nic_suggestions;
-  return r;
-}
-
-LinkRule rdma_rule() {
-  LinkRule r;
-  r.description = "RDMA ports: the active data rate, or the HCA's PCIe link where narrower";
-  r.order = 40;
-  r.kinds = {"rdma"};
-  r.ceilings = rdma_ceilings;
-  r.id_of = [](const Json&, const Json& link) {
-    return fmt::format("rdma:{}/{}", json_str(field_of(link, "device")), json_int(field_of(link, "port"), 1));
-  };
-  r.device = [](const Json& probe, const Json& link) -> std::pair<std::string, const Json*> {
-    const std::string name = json_str(field_of(link, "device"));
-    return {name, find_rdma(probe, name)};
-  };
-  return r;
-}
-
-LinkRule gpu_rule() {
-  LinkRule r;
-  r.description = "GPUs: each one's PCIe link, NVLink and memory";
-  r.order = 50;
-  r.kinds = {"pcie", "nvlink", "gpu-memory", "gpu-peer"};
-  r.ceilings = gpu_ceilings;
-  r.id_of = gpu_ceiling_id;
-  return r;
+std::pair<std::string, const Json*> rdma_device(const Json& probe, const Json& link) {
+  const std::string name = json_str(field_of(link, "device"));
+  return {name, find_rdma(probe, name)};
 }
 
 }  // namespace
 }  // namespace acceltune
 
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "host-memory", ::acceltune::host_memory_rule())
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "loopback", ::acceltune::loopback_rule())
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "veth", ::acceltune::veth_rule())
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "nic", ::acceltune::nic_rule())
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "rdma", ::acceltune::rdma_rule())
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "gpu", ::acceltune::gpu_rule())
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "host-memory",
+                   (::acceltune::LinkRule{
+                       .description = "host memory: the probe's measured copy, per NUMA node where it measured several",
+                       .order = 10,
+                       .kinds = {"host-memory"},
+                       .ceilings = ::acceltune::host_memory_ceilings,
+                       .fixed_id = "host-memory"}))
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "loopback",
+                   (::acceltune::LinkRule{.description = "loopback: no line rate",
+                                          .order = 20,
+                                          .kinds = {"loopback"},
+                                          .ceilings = ::acceltune::loopback_ceilings,
+                                          .fixed_id = "lo",
+                                          .no_line_rate = "loopback (lo)"}))
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "veth",
+                   (::acceltune::LinkRule{.description = "a veth pair between network namespaces: no line rate",
+                                          .order = 25,
+                                          .kinds = {"veth"},
+                                          .fixed_id = "veth",
+                                          .no_line_rate = "a veth pair"}))
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "nic",
+                   (::acceltune::LinkRule{
+                       .description = "NICs: the driver's link speed, or the NIC's PCIe link where narrower",
+                       .order = 30,
+                       .kinds = {"nic"},
+                       .ceilings = ::acceltune::nic_ceilings,
+                       .id_of = ::acceltune::nic_id,
+                       .device = ::acceltune::nic_device,
+                       .suggestions = ::acceltune::nic_suggestions}))
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "rdma",
+                   (::acceltune::LinkRule{
+                       .description = "RDMA ports: the active data rate, or the HCA's PCIe link where narrower",
+                       .order = 40,
+                       .kinds = {"rdma"},
+                       .ceilings = ::acceltune::rdma_ceilings,
+                       .id_of = ::acceltune::rdma_id,
+                       .device = ::acceltune::rdma_device}))
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "gpu",
+                   (::acceltune::LinkRule{.description = "GPUs: each one's PCIe link, NVLink and memory",
+                                          .order = 50,
+                                          .kinds = {"pcie", "nvlink", "gpu-memory", "gpu-peer"},
+                                          .ceilings = ::acceltune::gpu_ceilings,
+                                          .id_of = ::acceltune::gpu_ceiling_id}))

@@ -50,18 +50,18 @@ struct LinkCeiling {
 // record names. The machine's own links have their rules in probe/link_rules.cpp; a family whose
 // path crosses another kind of link registers its rule from its folder.
 struct LinkRule {
-  std::string description;
+  std::string description{};
   int order = 50;                  // place of its ceilings in link_ceilings' list
-  std::vector<std::string> kinds;  // the link record kinds it answers for
-  std::function<std::vector<LinkCeiling>(const Json& probe)> ceilings;   // may be empty
-  std::function<std::string(const Json& probe, const Json& link)> id_of;  // the ceiling id a record names
-  std::string fixed_id;  // or, for a kind with one ceiling, its id (used where id_of is empty)
+  std::vector<std::string> kinds{};  // the link record kinds it answers for
+  std::function<std::vector<LinkCeiling>(const Json& probe)> ceilings{};   // may be empty
+  std::function<std::string(const Json& probe, const Json& link)> id_of{};  // the ceiling id a record names
+  std::string fixed_id{};  // or, for a kind with one ceiling, its id (used where id_of is empty)
   // The device a link of this kind sits on (a NIC, an HCA): its name and its probe record, for
   // the NUMA suggestion; may be empty.
-  std::function<std::pair<std::string, const Json*>(const Json& probe, const Json& link)> device;
+  std::function<std::pair<std::string, const Json*>(const Json& probe, const Json& link)> device{};
   // What only this kind of link suggests (a NIC's MTU below its peer's); may be empty.
-  std::function<std::vector<std::string>(const Json& probe, const Json& link)> suggestions;
-  std::string no_line_rate;  // the label of a link without a line rate ("loopback (lo)"): no ceiling by nature
+  std::function<std::vector<std::string>(const Json& probe, const Json& link)> suggestions{};
+  std::string no_line_rate{};  // the label of a link without a line rate ("loopback (lo)"): no ceiling by nature
 };
 using LinkRuleRegistry = Registry<LinkRule>;
 

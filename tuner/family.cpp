@@ -16,6 +16,25 @@ std::string NodeFacts::text(const std::string& key) const {
                                                                                    : "";
 }
 
+namespace {
+
+std::string absent(int count, const char* what, const std::string& why) {
+  if (count > 0) return "";
+  return why.empty() ? std::string(what) : fmt::format("{}: {}", what, why);
+}
+
+}  // namespace
+
+std::string NodeFacts::without_gpus() const { return absent(gpus, "no GPU", gpu_why); }
+
+std::string NodeFacts::without_rdma() const { return absent(rdma_devices, "no RDMA device", rdma_why); }
+
+std::function<FamilyRole(const NodeFacts&)> always_runs(std::string what, std::vector<FamilyStudy> studies) {
+  return [what = std::move(what), studies = std::move(studies)](const NodeFacts&) {
+    return FamilyRole{what, studies, ""};
+  };
+}
+
 std::vector<std::pair<std::string, const FamilyInfo*>> families_in_order() {
   std::vector<std::pair<std::string, const FamilyInfo*>> out;
   for (const auto& [name, info] : FamilyRegistry::instance().entries()) out.emplace_back(name, &info);

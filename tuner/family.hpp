@@ -44,6 +44,10 @@ struct NodeFacts {
   // observed[key] as a bool / string, false / "" when absent.
   bool has(const std::string& key) const;
   std::string text(const std::string& key) const;
+  // Why a family that needs a GPU (an RDMA device) does not run here: "no GPU: <probe's note>";
+  // empty when the node has one.
+  std::string without_gpus() const;
+  std::string without_rdma() const;
 };
 
 // A family's part in bring-up on one node: what it tunes there and its studies, or why it
@@ -98,6 +102,9 @@ struct FamilyInfo {
   std::vector<std::string> fingerprint{};   // fingerprint fields it adds (probe/fingerprint.hpp)
 };
 using FamilyRegistry = Registry<FamilyInfo>;
+
+// A part in bring-up that does not depend on the node: `what`, and these studies on every node.
+std::function<FamilyRole(const NodeFacts&)> always_runs(std::string what, std::vector<FamilyStudy> studies);
 
 // The families in bring-up order (ties by name).
 std::vector<std::pair<std::string, const FamilyInfo*>> families_in_order();

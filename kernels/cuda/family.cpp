@@ -6,12 +6,8 @@ namespace acceltune {
 namespace {
 
 FamilyRole cuda_role(const NodeFacts& facts) {
-  FamilyRole r;
-  r.what = "CUDA copies host to device, device to host, device to device";
-  if (facts.gpus == 0) {
-    r.skipped = "no GPU" + (facts.gpu_why.empty() ? std::string() : ": " + facts.gpu_why);
-    return r;
-  }
+  FamilyRole r{.what = "CUDA copies host to device, device to host, device to device", .skipped = facts.without_gpus()};
+  if (!r.skipped.empty()) return r;
   for (const char* s : {"cuda-copy", "cuda-copy-d2h", "cuda-copy-d2d"}) r.studies.push_back(FamilyStudy{"cuda", s});
   if (facts.gpus >= 2) r.studies.push_back(FamilyStudy{"cuda", "cuda-copy-peer"});
   return r;

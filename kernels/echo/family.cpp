@@ -11,13 +11,6 @@
 namespace acceltune {
 namespace {
 
-FamilyRole echo_role(const NodeFacts&) {
-  FamilyRole r;
-  r.what = "a test family: copies in chunks an environment variable sets";
-  r.studies.push_back(FamilyStudy{"echo", "echo", nullptr, {}, 1, 2});
-  return r;
-}
-
 void echo_probe(Json& probe) {
   const char* wire = std::getenv("ACCELTUNE_TEST_ECHO_PROBE");
   if (wire) probe["echo"] = Json{{"wire_gbps", std::atof(wire)}};
@@ -31,16 +24,6 @@ std::vector<LinkCeiling> echo_ceilings(const Json& probe) {
   return {LinkCeiling{"echo-wire", "echo-wire", "the echo wire", wire.get<double>(), "the probe's echo section", "", ""}};
 }
 
-LinkRule echo_rule() {
-  LinkRule r;
-  r.description = "the test family's wire: its ceiling from the probe's echo section";
-  r.order = 90;
-  r.kinds = {"echo-wire"};
-  r.ceilings = echo_ceilings;
-  r.fixed_id = "echo-wire";
-  return r;
-}
-
 }  // namespace
 }  // namespace acceltune
 
@@ -52,7 +35,8 @@ ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "echo",
                        .kernels = {"echo"},
                        .spaces = {"echo"},
                        .unit = [](const ::acceltune::Space&) { return std::string("MB/s"); },
-                       .bringup = ::acceltune::echo_role,
+                       .bringup = ::acceltune::always_runs("a test family: copies in chunks an environment variable sets",
+                                                           {{"echo", "echo", nullptr, {}, 1, 2}}),
                        .env_prefixes = {"ACCELTUNE_ECHO_"},
                        .bundle_files = {{.name = "echo.env",
                                          .env_prefix = "ACCELTUNE_ECHO_",
@@ -67,4 +51,10 @@ ACCELTUNE_REGISTER(::acceltune::ProbeSection, "echo",
                                               ::acceltune::echo_probe}))
 ACCELTUNE_REGISTER(::acceltune::FingerprintField, "echo",
                    (::acceltune::FingerprintField{"the test family's wire", 90, ::acceltune::echo_fingerprint}))
-ACCELTUNE_REGISTER(::acceltune::LinkRule, "echo-wire", ::acceltune::echo_rule())
+ACCELTUNE_REGISTER(::acceltune::LinkRule, "echo-wire",
+                   (::acceltune::LinkRule{
+                       .description = "the test family's wire: its ceiling from the probe's echo section",
+                       .order = 90,
+                       .kinds = {"echo-wire"},
+                       .ceilings = ::acceltune::echo_ceilings,
+                       .fixed_id = "echo-wire"}))

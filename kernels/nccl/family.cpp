@@ -6,16 +6,11 @@ namespace acceltune {
 namespace {
 
 FamilyRole nccl_role(const NodeFacts& facts) {
-  FamilyRole r;
-  r.what = "NCCL collectives across the node's GPUs";
-  if (facts.gpus == 0) {
-    r.skipped = "no GPU" + (facts.gpu_why.empty() ? std::string() : ": " + facts.gpu_why);
-    return r;
-  }
-  if (facts.gpus < 2) {
+  FamilyRole r{.what = "NCCL collectives across the node's GPUs", .skipped = facts.without_gpus()};
+  if (r.skipped.empty() && facts.gpus < 2) {
     r.skipped = "one GPU: a one-rank communicator has no algorithm or protocol for NCCL to choose";
-    return r;
   }
+  if (!r.skipped.empty()) return r;
   r.studies.push_back(FamilyStudy{"nccl", "nccl-allreduce", nullptr, {}, 2, 20});
   for (const char* s : {"nccl-allgather", "nccl-reduce-scatter", "nccl-broadcast", "nccl-reduce", "nccl-alltoall",
                         "nccl-sendrecv"}) {

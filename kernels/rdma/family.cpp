@@ -6,12 +6,8 @@ namespace acceltune {
 namespace {
 
 FamilyRole rdma_role(const NodeFacts& facts) {
-  FamilyRole r;
-  r.what = "RDMA verbs: queue depths, inline size, path MTU, operations";
-  if (facts.rdma_devices == 0) {
-    r.skipped = "no RDMA device" + (facts.rdma_why.empty() ? std::string() : ": " + facts.rdma_why);
-    return r;
-  }
+  FamilyRole r{.what = "RDMA verbs: queue depths, inline size, path MTU, operations", .skipped = facts.without_rdma()};
+  if (!r.skipped.empty()) return r;
   for (const char* s : {"verbs", "verbs-read", "verbs-send", "verbs-write-lat"}) r.studies.push_back(FamilyStudy{"rdma", s});
   return r;
 }

@@ -5,14 +5,6 @@
 namespace acceltune {
 namespace {
 
-FamilyRole ucx_role(const NodeFacts&) {
-  FamilyRole r;
-  r.what = "UCX transports and protocol thresholds, within the node and over TCP";
-  r.studies.push_back(FamilyStudy{"ucx", "ucx-shm", nullptr, {}, 1, 10});
-  r.studies.push_back(FamilyStudy{"ucx", "ucx-tcp", nullptr, {}, 1, 10});
-  return r;
-}
-
 // UCX_TLS naming only transports within a node (measured on one node) leaves a job across nodes
 // unable to connect.
 std::string ucx_single_node_only(const std::string& var, const std::string& value) {
@@ -35,7 +27,9 @@ ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "ucx",
                        .order = 30,
                        .kernels = {"ucx"},
                        .spaces = {"ucx-shm", "ucx-tcp"},
-                       .bringup = ::acceltune::ucx_role,
+                       .bringup = ::acceltune::always_runs(
+                           "UCX transports and protocol thresholds, within the node and over TCP",
+                           {{"ucx", "ucx-shm", nullptr, {}, 1, 10}, {"ucx", "ucx-tcp", nullptr, {}, 1, 10}}),
                        .env_prefixes = {"UCX_"},
                        .single_node_only = ::acceltune::ucx_single_node_only,
                        .bundle_files = {{.name = "ucx.env",
