@@ -162,6 +162,7 @@ TEST(Families, TheStagesAfterThePlanTellFasterFromSlowerAndFallBack) {
   auto d = verify_and_fall_back(slower, o);
   ASSERT_TRUE(d) << d.error().message;
   ASSERT_FALSE(measured.empty());
+  EXPECT_EQ(measured[0].delivery.verdict, "worse") << measured[0].delivery.verdict_why;
   for (const auto& z : measured[0].sizes) {
     ASSERT_TRUE(z.delivered) << z.bytes;
     EXPECT_TRUE(z.delivered->slower) << z.bytes << ": " << z.delivered->ratio << " [" << z.delivered->ci_low << ", "
@@ -182,6 +183,23 @@ TEST(Families, TheStagesAfterThePlanTellFasterFromSlowerAndFallBack) {
   ASSERT_TRUE(kept) << kept.error().message;
   EXPECT_TRUE(kept->best.plan.job_is_default);
 
+  // A plan whose job fails at one size (echo's library refuses a chunk larger than the message):
+  // never exported, whatever it does elsewhere.
+  BestTable breaks = with_chunk(int64_t{1} << 17);
+  o.measurements = 3;
+  d = verify_and_fall_back(breaks, o);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->verdict, PlanVerdict::job_failed);
+  EXPECT_EQ(d->measurements, 1);
+  EXPECT_NE(d->why.find("at 64K"), std::string::npos) << d->why;
+  EXPECT_NE(d->why.find("ACCELTUNE_ECHO_CHUNK=131072"), std::string::npos) << d->why;
+  EXPECT_EQ(breaks.delivery.verdict, "fails");
+  EXPECT_TRUE(breaks.plan.job_is_default);
+  kept = load_study_dir(study.string(), StudyParts::best);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_TRUE(kept->best.plan.job_is_default);
+  EXPECT_EQ(kept->best.delivery.verdict, "fails");
+
   BestTable faster = with_chunk(65536);
   o.measurements = 1;
   o.fall_back = false;
@@ -189,11 +207,44 @@ TEST(Families, TheStagesAfterThePlanTellFasterFromSlowerAndFallBack) {
   d = verify_and_fall_back(faster, o);
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(d->verdict, PlanVerdict::pays);
+  EXPECT_EQ(faster.delivery.verdict, "ships") << faster.delivery.verdict_why;
   EXPECT_EQ(d->measurements, 1);
   for (const auto& z : faster.sizes) {
     ASSERT_TRUE(z.delivered) << z.bytes;
     EXPECT_TRUE(z.delivered->faster) << z.bytes << ": " << z.delivered->ratio << " [" << z.delivered->ci_low << ", "
                                      << z.delivered->ci_high << "]";
+  }
+}
+
+// The bundle merge through echo's client, with values of known direction: a line that makes its
+// study slower under the merged bundle is written commented out with the figure; a faster one stays.
+TEST(Families, TheBundleLeavesOutWhatMakesItsStudySlower) {
+#if !ACCELTUNE_TEST_SEAMS
+  GTEST_SKIP() << "the test family is built only with ACCELTUNE_TEST_SEAMS";
+#endif
+  test::TempDir dir;
+  const fs::path study = dir / "study";
+  auto r = run_cli({"search", "--space", "echo", "--out", study.string(), "--certify-top", "0", "--verify-rounds", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto data = load_study_dir(study.string());
+  ASSERT_TRUE(data) << data.error().message;
+  for (const auto& [chunk, kept] : {std::pair<std::string, bool>{"1", false}, {"65536", true}}) {
+    bringup::Contribution c;
+    c.study = &*data;
+    c.vars = {{"ACCELTUNE_ECHO_CHUNK", chunk}};
+    c.gain = "certified";
+    bringup::MergeOptions mo;
+    mo.rounds = 4;
+    const bringup::Bundle b = bringup::merge_and_verify({c}, mo);
+    ASSERT_EQ(b.env.size(), 1u);
+    ASSERT_EQ(b.delivered.size(), 1u);
+    EXPECT_EQ(b.delivered[0].state, "measured") << b.delivered[0].why;
+    EXPECT_EQ(b.env[0].left_out, !kept) << chunk << ": " << b.env[0].why;
+    if (!kept) {
+      EXPECT_NE(b.env[0].why.find("under the merged bundle is"), std::string::npos) << b.env[0].why;
+    }
+    const std::string text = bringup::env_file_text(b, "");
+    EXPECT_NE(text.find(std::string(kept ? "" : "# ") + "ACCELTUNE_ECHO_CHUNK=" + chunk), std::string::npos) << text;
   }
 }
 

@@ -107,7 +107,10 @@ void add_bringup_command(CLI::App& app, CommandList& list);
 // (`measurements` and `fall_back` as there), each measurement printed with certified and delivered
 // side by side. Returns 0 when the plan pays or nothing was measured, kExitNoLongerPays when a
 // size is significantly slower than the defaults, 1 or 2 on failure.
-int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false);
+// With `fall_back`, a plan whose job failed is the defaults afterwards and the return is 1.
+// `max_rounds`: the verdict's cap on rounds (0: tuner/verdict.hpp's).
+int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false,
+                 int max_rounds = 0);
 inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

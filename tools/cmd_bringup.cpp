@@ -132,7 +132,9 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
   }
   std::vector<std::string> argv = {*self, "search", "--space", space_arg, "--out", dir.string(), "--time-limit",
                                    fmt::format("{:.1f}", limit), "--certify-rounds", std::to_string(a.certify_rounds),
-                                   "--verify-rounds", std::to_string(a.verify_rounds)};
+                                   "--verify-rounds", std::to_string(a.verify_rounds),
+                                   // the verdict's cap: bring-up shares its time among many studies
+                                   "--verify-max-rounds", std::to_string(std::max(a.verify_rounds, 12))};
   argv.insert(argv.end(), s.args.begin(), s.args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);

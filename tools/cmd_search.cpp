@@ -53,6 +53,7 @@ struct SearchArgs {
   double trial_timeout = 0;
   int certify_top = 3, certify_rounds = 5;
   int verify_rounds = 5;  // delivered rounds after the search; 0: off
+  int verify_max_rounds = 24;
   int64_t budget = 0;
   double time_limit = 0;
   uint64_t seed = 1;
@@ -206,7 +207,9 @@ int cmd_search(const SearchArgs& a) {
     // The kernel's own processes and namespaces end first: the plain client makes its own.
     p.kernel.reset();
     BestTable verified = outcome->best;
-    const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true);
+    const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
+                                 a.verify_max_rounds);
+    if (verified.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
     if (rc != 0 && rc != kExitNoLongerPays) {
       std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
                    out.c_str());
@@ -263,8 +266,13 @@ void add_search_command(CLI::App& app, CommandList& list) {
   search->add_option("--verify-rounds", sa.verify_rounds,
                      "after certification, rounds of the plan loaded by a plain job of the family (mpirun with the "
                      "rules and env files, ucx_perftest, iperf3) interleaved with the defaults, for the delivered gain; "
-                     "sizes that deliver slower fall back; 0: off (default 5; acceltune verify DIR does it later)")
+                     "the first decision after these, and a plan that does not ship falls back; 0: off (default 5; acceltune "
+                     "verify DIR does it later)")
       ->check(CLI::Range(0, 1000));
+  search->add_option("--verify-max-rounds", sa.verify_max_rounds,
+                     "rounds the delivered measurement may go on to until the plan's verdict is decided; a plan "
+                     "undecided by then does not ship (default 24)")
+      ->check(CLI::Range(2, 1000));
   search->add_option("--certify-rounds", sa.certify_rounds, "interleaved rounds of that re-measurement (default 5)")
       ->check(CLI::Range(2, 1000));
   search->add_option("--log-level", sa.log_level,

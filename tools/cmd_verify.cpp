@@ -37,11 +37,15 @@ void print_delivered(const BestTable& b) {
                                           : z.delivered->faster ? "faster" : "no significant difference";
     std::printf("%-8s %-24s %-24s %s\n", format_bytes(z.bytes).c_str(), cert.c_str(), del.c_str(), verdict);
   }
+  if (!b.delivery.verdict.empty()) {
+    std::printf("verdict: %s after %d rounds: %s\n", b.delivery.verdict.c_str(), b.delivery.rounds,
+                b.delivery.verdict_why.c_str());
+  }
 }
 
 }  // namespace
 
-int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back) {
+int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back, int max_rounds) {
   const Json now = probe_fingerprint(ProbeScope::identity);
   if (check_fingerprint) {
     const Json stored = b.study.value("fingerprint", Json::object());
@@ -54,6 +58,7 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
   }
   DeliverOptions o;
   o.verify.rounds = rounds;
+  o.verify.max_rounds = max_rounds;
   o.verify.fingerprint_id = now.value("id", "");
   o.measurements = measurements;
   o.fall_back = fall_back;
@@ -69,14 +74,17 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
   };
   o.on_fallback = [](bool again) {
     std::printf(again ? "the plan changed after its delivered measurement; measuring it again\n"
-                      : "the plan fell back after its last delivered measurement; 'acceltune verify' measures it\n");
+                      : "the plan did not ship after its last delivered measurement: it is the library's defaults now\n");
   };
   auto delivered = verify_and_fall_back(b, o);
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!delivered) return fail(delivered.error());
+  if (delivered->verdict == PlanVerdict::job_failed) {
+    return fail(runtime_error("the plan's job failed: {}; the study's plan is the library's defaults now",
+                              delivered->why));
+  }
   if (delivered->verdict == PlanVerdict::no_longer_pays) {
-    std::printf("the plan no longer pays: a job that loads it runs slower than the defaults at some size (exit %d)\n",
-                kExitNoLongerPays);
+    std::printf("the plan does not pay: %s (exit %d)\n", b.delivery.verdict_why.c_str(), kExitNoLongerPays);
     return kExitNoLongerPays;
   }
   return 0;
@@ -84,13 +92,13 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
 
 namespace {
 
-int cmd_verify(const std::string& dir, int rounds) {
+int cmd_verify(const std::string& dir, int rounds, int max_rounds) {
   auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   install_cancel_handlers();
   auto guard = ProcessGuard::start();
   if (!guard) return fail(guard.error());
-  return verify_study(s->best, rounds, true);
+  return verify_study(s->best, rounds, true, 1, false, max_rounds);
 }
 
 }  // namespace
@@ -99,21 +107,27 @@ void add_verify_command(CLI::App& app, CommandList& list) {
   struct Args {
     std::string dir;
     int rounds = 5;
+    int max_rounds = 24;
   };
   auto a = std::make_shared<Args>();
   auto* v = app.add_subcommand("verify", "measure the delivered gain of a study's plan through a plain job");
   v->add_option("DIR", a->dir, "study directory")->required();
-  v->add_option("--rounds", a->rounds, "interleaved rounds of the defaults and the plan (default 5)")
+  v->add_option("--rounds", a->rounds,
+                "interleaved rounds of the defaults and the plan before the first decision (default 5)")
+      ->check(CLI::Range(2, 1000));
+  v->add_option("--max-rounds", a->max_rounds,
+                "rounds it may go on to until the verdict is decided; undecided then does not ship (default 24)")
       ->check(CLI::Range(2, 1000));
   v->footer(fmt::format(
       "The plan (the env export and its per-size files) is loaded by a plain client of the family, started the way "
       "users start it: an MPI program under mpirun (openmpi-bin), ucx_perftest (ucx-utils), iperf3 in acceltune's own "
       "network namespaces (iperf3; root). Families without one show \"not verified\". A changed machine is "
       "reported field by field before measuring.\n"
-      "Exit codes: 0 the plan pays (no size significantly slower than the defaults), {} it no longer pays, "
+      "Exit codes: 0 the plan ships (not worse than 0.97x at any size, faster at some; or nothing was verified), {} it "
+      "does not, "
       "1 a runtime failure, 2 bad input.\nExample: acceltune verify acceltune-results/mpi-allreduce-1",
       kExitNoLongerPays));
-  list.add(v, [a] { return cmd_verify(a->dir, a->rounds); });
+  list.add(v, [a] { return cmd_verify(a->dir, a->rounds, a->max_rounds); });
 }
 
 }  // namespace acceltune::cli

@@ -108,7 +108,8 @@ Json BestTable::to_json() const {
     j["plan"]["env"] = vars;
   }
   j["delivery"] = Json{{"state", delivery.state}, {"why", delivery.why},           {"client", delivery.client},
-                       {"fingerprint", delivery.fingerprint}, {"at", delivery.at}, {"rounds", delivery.rounds}};
+                       {"fingerprint", delivery.fingerprint}, {"at", delivery.at}, {"rounds", delivery.rounds},
+                       {"verdict", delivery.verdict}, {"verdict_why", delivery.verdict_why}};
   j["overall"] = Json{{"trial", overall_trial ? Json(*overall_trial) : Json(nullptr)},
                       {"config", overall_config},
                       {"value", overall_trial ? Json(overall_value) : Json(nullptr)},
@@ -294,6 +295,8 @@ Expected<BestTable> BestTable::from_json_unchecked(const Json& j) {
     b.delivery.fingerprint = d.value("fingerprint", "");
     b.delivery.at = d.value("at", "");
     b.delivery.rounds = d.value("rounds", 0);
+    b.delivery.verdict = d.value("verdict", "");
+    b.delivery.verdict_why = d.value("verdict_why", "");
   }
   return b;
 }

@@ -94,6 +94,10 @@ struct Delivery {
   std::string fingerprint;             // the machine it was measured on
   std::string at;                      // UTC time
   int rounds = 0;
+  // The plan's verdict (tuner/verdict.hpp: "ships", "worse", "fails", "no gain", "undecided") and
+  // the figure that decided it; empty in tables measured before verdicts.
+  std::string verdict;
+  std::string verdict_why;
 };
 
 // Adjacent sizes that share a chosen config, as the byte range that NCCL tuner tables, Open MPI

@@ -8,6 +8,7 @@
 #include "tuner/delivery.hpp"
 #include "tuner/plan.hpp"
 #include "tuner/store.hpp"
+#include "tuner/verdict.hpp"
 
 namespace acceltune {
 
@@ -37,35 +38,70 @@ std::vector<std::string> fingerprint_drift(const Json& stored, const Json& now) 
   return out;
 }
 
+namespace {
+
+bool plan_is_default(const BestTable& best) {
+  if (!best.plan.job_is_default) return false;
+  for (const auto& s : best.sizes) {
+    if (!s.chosen_is_default) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void fall_back_to_defaults(BestTable& best, const std::string& why) {
+  best.plan.notes.push_back(why);
+  best.plan.job = job_part(best.default_config, best.plan.scopes);
+  best.plan.job_is_default = true;
+  for (auto& s : best.sizes) {
+    s.chosen_config = best.default_config;
+    s.chosen_is_default = true;
+  }
+  finish_ranges(best);
+}
+
 bool apply_delivered_fallback(BestTable& best) {
-  bool changed = false, whole = false;
+  const bool judged = !best.delivery.verdict.empty();
+  const Verdict verdict = verdict_from_string(best.delivery.verdict);
+  if (judged && verdict == Verdict::ships) return false;
+  if (plan_is_default(best)) return false;
+  const std::string verdict_text =
+      fmt::format("the plan's verdict was '{}' ({})", best.delivery.verdict, best.delivery.verdict_why);
+  if (judged && verdict == Verdict::fails) {
+    fall_back_to_defaults(best, verdict_text + ": falls back to the library defaults");
+    return true;
+  }
+  const double margin = VerdictRule{}.margin;
+  bool changed = false;
+  std::string whole;
   const Json base = with_job(best.default_config, best.plan.job);
   for (auto& s : best.sizes) {
-    if (!s.delivered || !s.delivered->slower) continue;
+    if (!s.delivered) continue;
     const Delivered& d = *s.delivered;
+    if (!d.slower && !(judged && !(d.ci_low > margin))) continue;
     const std::string figure = fmt::format("{:.2f}x [{:.2f}, {:.2f}]", d.ratio, d.ci_low, d.ci_high);
+    const std::string against = d.slower ? "the defaults" : fmt::format("(not shown above {:.2f}x of) the defaults", margin);
     if (s.chosen_config != base) {
-      best.plan.notes.push_back(fmt::format("at {} the per-size choice delivered {} the defaults: falls back to the "
+      best.plan.notes.push_back(fmt::format("at {} the per-size choice delivered {} {}: falls back to the "
                                             "library's own choice there",
-                                            format_bytes(s.bytes), figure));
+                                            format_bytes(s.bytes), figure, against));
       s.chosen_config = base;
       s.chosen_is_default = base == best.default_config;
       changed = true;
-    } else if (!best.plan.job_is_default) {
-      best.plan.notes.push_back(fmt::format("the job-wide part {} delivered {} the defaults at {}: falls back to the "
-                                            "library defaults",
-                                            best.plan.job.dump(), figure, format_bytes(s.bytes)));
-      whole = true;
+    } else if (!best.plan.job_is_default && whole.empty()) {
+      whole = fmt::format("the job-wide part {} delivered {} {} at {}: falls back to the library defaults",
+                          best.plan.job.dump(), figure, against, format_bytes(s.bytes));
     }
   }
-  if (whole) {
-    best.plan.job = job_part(best.default_config, best.plan.scopes);
-    best.plan.job_is_default = true;
-    for (auto& s : best.sizes) {
-      s.chosen_config = best.default_config;
-      s.chosen_is_default = true;
-    }
-    changed = true;
+  if (!whole.empty()) {
+    fall_back_to_defaults(best, whole);
+    return true;
+  }
+  if (!changed && judged) {
+    // Nothing per size to drop, and still no proof it pays: a plan ships only when it is proven.
+    fall_back_to_defaults(best, verdict_text + ": falls back to the library defaults");
+    return true;
   }
   if (changed) finish_ranges(best);
   return changed;
@@ -78,26 +114,33 @@ DeliveryArm defaults_arm(const BestTable& best) {
 Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySession& session, const DeliveryArm& defaults,
                                                                   const std::vector<DeliveryArm>& arms,
                                                                   const std::vector<uint64_t>& sizes,
-                                                                  const VerifyOptions& options) {
+                                                                  const VerifyOptions& options, RoundValues* raw,
+                                                                  std::string* arm_failure) {
   // values[0]: the defaults; values[k + 1]: arms[k].
-  std::vector<std::map<uint64_t, std::vector<double>>> values(arms.size() + 1);
+  RoundValues values(arms.size() + 1);
   const int n = static_cast<int>(arms.size()) + 1;
   const int rounds = std::max(1, options.rounds);
+  const int cap = std::max(rounds, options.max_rounds);
   int done = 0;
-  for (int r = 0; r < rounds && !cancel_requested(); ++r) {
+  for (int r = 0; r < cap && !cancel_requested(); ++r) {
     for (int k = 0; k < n && !cancel_requested(); ++k) {
       // Round r starts at arm r mod n: with one arm, defaults first in even rounds, the plan in odd.
       const int which = (r + k) % n;
       const DeliveryArm& arm = which == 0 ? defaults : arms[which - 1];
       auto m = session.measure(arm, sizes);
-      if (!m) return runtime_error("{} arm of the delivered comparison: {}", arm.name, m.error().message);
-      for (uint64_t b : sizes) {
-        const auto it = m->find(b);
-        values[which][b].push_back(it == m->end() ? std::nan("") : it->second);
+      if (!m && (which == 0 || !arm_failure)) {
+        return runtime_error("{} arm of the delivered comparison: {}", arm.name, m.error().message);
       }
-      if (options.progress) options.progress(++done, n * rounds);
+      if (!m && arm_failure->empty()) *arm_failure = fmt::format("{}: {}", arm.name, m.error().message);
+      for (uint64_t b : sizes) {
+        const auto it = m ? m->find(b) : std::map<uint64_t, double>::const_iterator{};
+        values[which][b].push_back(!m || it == m->end() ? std::nan("") : it->second);
+      }
+      if (options.progress) options.progress(++done, n * (r + 1 < rounds ? rounds : r + 1));
     }
+    if (r + 1 >= rounds && options.enough && !cancel_requested() && options.enough(values)) break;
   }
+  if (raw) *raw = values;
   std::vector<std::map<uint64_t, Delivered>> out(arms.size());
   for (size_t a = 0; a < arms.size(); ++a) {
     for (uint64_t b : sizes) {
@@ -119,6 +162,9 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
 }
 
 bool delivery_pays(const BestTable& best) {
+  if (best.delivery.state == "measured" && !best.delivery.verdict.empty()) {
+    return verdict_from_string(best.delivery.verdict) == Verdict::ships;
+  }
   for (const auto& s : best.sizes) {
     if (s.delivered && s.delivered->slower) return false;
   }
@@ -153,16 +199,27 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   for (const auto& s : best.sizes) sizes.push_back(s.bytes);
   VerifyOptions o = options;
   o.rounds = std::max(2, options.rounds);
-  ACCELTUNE_TRY_ASSIGN(auto measured, compare_arms(*session, defaults, {plan}, sizes, o));
+  VerdictRule rule;
+  rule.min_rounds = o.rounds;
+  rule.max_rounds = std::max(o.rounds, options.max_rounds > 0 ? options.max_rounds : rule.max_rounds);
+  o.max_rounds = rule.max_rounds;
+  o.enough = [&rule](const RoundValues& v) { return judge_plan(v[1], v[0], rule, false).decided; };
+  RoundValues raw;
+  std::string failure;
+  ACCELTUNE_TRY_ASSIGN(auto measured, compare_arms(*session, defaults, {plan}, sizes, o, &raw, &failure));
   if (cancel_requested()) return runtime_error("cancelled by {} while verifying", signal_name(cancel_signal()));
   for (auto& s : best.sizes) {
     const auto it = measured[0].find(s.bytes);
     if (it != measured[0].end()) s.delivered = it->second;
   }
-  const int rounds = o.rounds;
+  const Judgement j = judge_plan(raw[1], raw[0], rule, true);
+  size_t rounds = 0;
+  for (const auto& [b, v] : raw[0]) rounds = std::max(rounds, v.size());
   best.delivery.state = "measured";
   best.delivery.client = client->description;
-  best.delivery.rounds = rounds;
+  best.delivery.rounds = static_cast<int>(rounds);
+  best.delivery.verdict = to_string(j.verdict);
+  best.delivery.verdict_why = j.why + (j.verdict == Verdict::fails && !failure.empty() ? " (" + failure + ")" : "");
   best.delivery.at = utc_now_iso8601();
   best.delivery.fingerprint = options.fingerprint_id;
   return {};
@@ -171,7 +228,8 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
 Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptions& options) {
   DeliveredPlan out;
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", best.dir));
-  for (int pass = 0; pass < std::max(1, options.measurements); ++pass) {
+  const int measurements = std::max(1, options.measurements);
+  for (int pass = 0; pass < measurements; ++pass) {
     ACCELTUNE_TRY(verify_delivery(best, options.verify));
     ACCELTUNE_TRY(store->write_best(best.to_json()));
     ++out.measurements;
@@ -181,16 +239,41 @@ Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptio
       out.why = best.delivery.why;
       return out;
     }
+    out.why = best.delivery.verdict_why;
     if (delivery_pays(best)) {
       out.verdict = PlanVerdict::pays;
       return out;
     }
     out.verdict = PlanVerdict::no_longer_pays;
-    if (!options.fall_back || !apply_delivered_fallback(best)) return out;
+    if (!options.fall_back) return out;
+    if (verdict_from_string(best.delivery.verdict) == Verdict::fails) {
+      // A plan that breaks the job is never exported: no second chance for it.
+      std::string vars;
+      if (auto pe = plan_env(best)) {
+        for (const auto& [var, value] : pe->vars) vars += (vars.empty() ? "" : " ") + var + "=" + value;
+      }
+      out.why = best.delivery.verdict_why + (vars.empty() ? "" : "; the plan set " + vars);
+      fall_back_to_defaults(best, "the plan's job failed: " + out.why + ": falls back to the library defaults");
+      ACCELTUNE_TRY(write_plan_files(best));
+      ACCELTUNE_TRY(store->write_best(best.to_json()));
+      ++out.fallbacks;
+      out.verdict = PlanVerdict::job_failed;
+      return out;
+    }
+    const bool again = pass + 1 < measurements;
+    if (again) {
+      if (!apply_delivered_fallback(best)) return out;
+    } else {
+      // The last measurement did not prove it: what is exported is the defaults, never unproven.
+      fall_back_to_defaults(best, fmt::format("after {} delivered measurements the plan's verdict was still '{}' ({}): "
+                                              "falls back to the library defaults",
+                                              out.measurements, best.delivery.verdict, best.delivery.verdict_why));
+      out.verdict = PlanVerdict::fell_back_to_defaults;
+    }
     ACCELTUNE_TRY(write_plan_files(best));
+    ACCELTUNE_TRY(store->write_best(best.to_json()));
     ++out.fallbacks;
-    out.verdict = PlanVerdict::fell_back_unmeasured;
-    if (options.on_fallback) options.on_fallback(pass + 1 < options.measurements);
+    if (options.on_fallback) options.on_fallback(again);
   }
   return out;
 }

@@ -12,8 +12,17 @@
 
 namespace acceltune {
 
+// Per arm (0: the defaults, k + 1: arms[k]), per size, the value of each round in order (NaN where
+// a run measured nothing).
+using RoundValues = std::vector<std::map<uint64_t, std::vector<double>>>;
+
 struct VerifyOptions {
   int rounds = 5;  // defaults/plan pairs, interleaved A B, B A, ...
+  // Up to this many rounds, stopping after any round from `rounds` on once `enough` says the
+  // comparison is decided (0: exactly `rounds`). verify_delivery sets `enough` from the verdict
+  // (tuner/verdict.hpp); 0 there means the verdict's own cap.
+  int max_rounds = 0;
+  std::function<bool(const RoundValues&)> enough;
   std::function<void(int done, int total)> progress;
   std::string fingerprint_id;  // the machine measuring it (probe_fingerprint's "id"), kept with the delivery
 };
@@ -21,39 +30,54 @@ struct VerifyOptions {
 // Measures each of `arms` against `defaults` through one client session, interleaved round by
 // round (the order rotates so no arm always runs first): per arm, per size, the paired-ratio
 // interval as a Delivered. Sizes no round measured are absent. Stops early on cancellation.
+// `values` receives every round's values; with `arm_failure`, a run of an arm other than the
+// defaults that fails counts as measuring nothing (NaN) and its first message lands there,
+// otherwise it ends the comparison with an error.
 Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySession& session, const DeliveryArm& defaults,
                                                                   const std::vector<DeliveryArm>& arms,
                                                                   const std::vector<uint64_t>& sizes,
-                                                                  const VerifyOptions& options);
+                                                                  const VerifyOptions& options,
+                                                                  RoundValues* values = nullptr,
+                                                                  std::string* arm_failure = nullptr);
 
 // The defaults arm of a study: only the space's pinned context, the library's job-wide defaults.
 DeliveryArm defaults_arm(const BestTable& best);
 
 // Measures the plan of `best` (read with its study record and directory) through its family's
-// plain client and fills every size's `delivered` and the table's `delivery`. A family without a
+// plain client, in rounds until its verdict is decided (tuner/verdict.hpp), and fills every size's
+// `delivered` and the table's `delivery` with the verdict. A family without a
 // client, or a plan that loads nothing, leaves the sizes "not verified" and says why (not an
 // error). A client that cannot start (a missing tool) is a runtime error.
 Status verify_delivery(BestTable& best, const VerifyOptions& options);
 
-// After a delivered measurement, the sizes where the plan costs the job time fall back: a size
-// whose per-size choice is not the library's own falls back to it (under the same job-wide part);
-// a slower size with nothing per size to drop takes the job-wide part back to the defaults, for
-// every size. The plan's notes say why. Returns whether the plan changed (measure it again).
+// After a delivered measurement whose verdict is not "ships", the sizes not shown to be above the
+// verdict's margin (and any size significantly slower) fall back: a size whose per-size choice is
+// not the library's own falls back to it (under the same job-wide part); such a size with nothing
+// per size to drop, a plan whose job failed, or a plan with no size to drop that still does not
+// ship takes the whole plan back to the defaults. The plan's notes say why. Returns whether the
+// plan changed (measure it again).
 bool apply_delivered_fallback(BestTable& best);
 
-// Whether the delivered plan pays: no size significantly slower than the defaults.
+// The whole plan back to the library's defaults, `why` in its notes.
+void fall_back_to_defaults(BestTable& best, const std::string& why);
+
+// Whether the delivered plan pays: its verdict ships (tables measured before verdicts: no size
+// significantly slower). A plan not verified pays (no evidence against it).
 bool delivery_pays(const BestTable& best);
 
 // The study's stages after its plan is written (tuner/study.hpp: search, rank, certify, plan):
 // verify, then fall back. Each delivered measurement is kept in the study's best.json; where the
-// plan costs the job time and `fall_back` is set, the slower sizes fall back
+// plan does not ship and `fall_back` is set, its doubtful sizes fall back
 // (apply_delivered_fallback), the plan's files are written again and it is measured again, at
-// most `measurements` times in all.
+// most `measurements` times in all; a plan that still does not ship at the last one becomes the
+// defaults, so what is exported never went unproven. best.json and the plan's files agree at the
+// end.
 enum class PlanVerdict {
-  not_verified,          // nothing measured: no client, or a plan that loads nothing (`why`)
-  pays,                  // no size significantly slower than the defaults
-  no_longer_pays,        // some size slower, and nothing (more) to fall back to
-  fell_back_unmeasured,  // the last measurement made it fall back again; that plan is not measured
+  not_verified,           // nothing measured: no client, or a plan that loads nothing (`why`)
+  pays,                   // the verdict ships
+  no_longer_pays,         // it does not ship, and falling back was not asked for
+  fell_back_to_defaults,  // it still did not ship at the last measurement: the plan is the defaults now
+  job_failed,             // the plan's job measured nothing at some size: the plan is the defaults now
 };
 struct DeliverOptions {
   VerifyOptions verify;

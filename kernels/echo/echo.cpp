@@ -27,8 +27,10 @@ uint64_t chunk_of(const char* text) {
   return c > 0 ? c : 16;  // the library's own default
 }
 
-// MB/s of copying `bytes` in `chunk`-byte calls, the best of a few repetitions.
+// MB/s of copying `bytes` in `chunk`-byte calls, the best of a few repetitions; 0 (nothing
+// measured) for a chunk larger than the message, which the family's library refuses.
 double copy_mbps(uint64_t bytes, uint64_t chunk) {
+  if (chunk > bytes) return 0;
   std::vector<char> src(bytes, 'e'), dst(bytes, 0);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
@@ -68,7 +70,10 @@ class EchoSession final : public DeliverySession {
       if (var == kChunkVar) chunk = value.c_str();
     }
     std::map<uint64_t, double> out;
-    for (uint64_t b : sizes) out[b] = copy_mbps(b, chunk_of(chunk));
+    for (uint64_t b : sizes) {
+      const double v = copy_mbps(b, chunk_of(chunk));
+      if (v > 0) out[b] = v;  // a size the job refused is absent
+    }
     return out;
   }
 };

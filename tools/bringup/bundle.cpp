@@ -394,16 +394,34 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
     }
     delivered[&c] = d;
   }
+  // A study slower under the merged bundle at some size: its own lines leave the bundle (a line
+  // another study also wanted stays when that study is not slower with it).
+  std::map<std::string, std::string> slower_studies;  // space -> the figure
   for (const auto& c : contributions) {
     auto it = delivered.find(&c);
     if (it == delivered.end()) continue;
     out.delivered.push_back(it->second);
     for (const auto& [bytes, d] : it->second.sizes) {
       if (d.slower) {
-        out.notes.push_back(fmt::format("{} under the merged bundle is {} its defaults at {}", it->second.study,
-                                        interval(d.ratio, d.ci_low, d.ci_high), format_bytes(bytes)));
+        const std::string figure = fmt::format("{} under the merged bundle is {} its defaults at {}", it->second.study,
+                                               interval(d.ratio, d.ci_low, d.ci_high), format_bytes(bytes));
+        out.notes.push_back(figure);
+        slower_studies.emplace(it->second.study, figure);
       }
     }
+  }
+  for (auto& l : out.env) {
+    if (l.left_out || l.from.empty()) continue;
+    const bool kept_by_another = std::any_of(l.from.begin(), l.from.end(), [&](const std::string& s) {
+      const bool measured = std::any_of(out.delivered.begin(), out.delivered.end(),
+                                        [&](const BundleDelivery& d) { return d.study == s && d.state == "measured"; });
+      return measured && !slower_studies.count(s);
+    });
+    const auto slow = std::find_if(l.from.begin(), l.from.end(), [&](const std::string& s) { return slower_studies.count(s); });
+    if (slow == l.from.end() || kept_by_another) continue;
+    l.left_out = true;
+    l.why = "left out: " + slower_studies[*slow];
+    out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, slower_studies[*slow]));
   }
   // Each line's comment: who wanted it and what they gain.
   for (auto& l : out.env) {
