@@ -120,6 +120,12 @@ TEST(Families, ATestFamilyFromItsOwnFolderReachesEveryPoint) {
   for (const auto& h : echo->far_ends) EXPECT_NE(PeerHandlerRegistry::instance().find(h), nullptr) << h;
 }
 
+// A finished echo study in `study`: searched, neither certified nor verified.
+void search_echo(const fs::path& study) {
+  auto r = run_cli({"search", "--space", "echo", "--out", study.string(), "--certify-top", "0", "--verify-rounds", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // The stages after the plan (tuner/verify.hpp's verify_and_fall_back), through echo's plain client
 // with plans of known direction: 1-byte copies are slower than the library's 16, 64K ones faster.
 // A slower plan is measured slower and falls back to the defaults; a faster one is measured
@@ -130,8 +136,7 @@ TEST(Families, TheStagesAfterThePlanTellFasterFromSlowerAndFallBack) {
 #endif
   test::TempDir dir;
   const fs::path study = dir / "study";
-  auto r = run_cli({"search", "--space", "echo", "--out", study.string(), "--certify-top", "0", "--verify-rounds", "0"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_NO_FATAL_FAILURE(search_echo(study));
   const auto with_chunk = [&](int64_t chunk) -> BestTable {
     auto s = load_study_dir(study.string(), StudyParts::best);
     EXPECT_TRUE(s) << s.error().message;
@@ -224,8 +229,7 @@ TEST(Families, TheBundleLeavesOutWhatMakesItsStudySlower) {
 #endif
   test::TempDir dir;
   const fs::path study = dir / "study";
-  auto r = run_cli({"search", "--space", "echo", "--out", study.string(), "--certify-top", "0", "--verify-rounds", "0"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_NO_FATAL_FAILURE(search_echo(study));
   auto data = load_study_dir(study.string());
   ASSERT_TRUE(data) << data.error().message;
   for (const auto& [chunk, kept] : {std::pair<std::string, bool>{"1", false}, {"65536", true}}) {

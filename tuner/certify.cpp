@@ -9,13 +9,32 @@
 
 namespace acceltune {
 
+namespace {
+
+// Student's t: the two-sided 97.5% and 99.5% quantiles for 1 to 30 degrees of freedom.
+struct TRow {
+  double q975, q995;
+};
+constexpr TRow kT[] = {{0, 0},          {12.706, 63.657}, {4.303, 9.925}, {3.182, 5.841}, {2.776, 4.604},
+                       {2.571, 4.032},  {2.447, 3.707},   {2.365, 3.499}, {2.306, 3.355}, {2.262, 3.250},
+                       {2.228, 3.169},  {2.201, 3.106},   {2.179, 3.055}, {2.160, 3.012}, {2.145, 2.977},
+                       {2.131, 2.947},  {2.120, 2.921},   {2.110, 2.898}, {2.101, 2.878}, {2.093, 2.861},
+                       {2.086, 2.845},  {2.080, 2.831},   {2.074, 2.819}, {2.069, 2.807}, {2.064, 2.797},
+                       {2.060, 2.787},  {2.056, 2.779},   {2.052, 2.771}, {2.048, 2.763}, {2.045, 2.756},
+                       {2.042, 2.750}};
+
+}  // namespace
+
 double student_t_975(int df) {
-  static const double table[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-                                 2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (df < 1) return std::nan("");
-  if (df <= 30) return table[df];
+  if (df <= 30) return kT[df].q975;
   return 1.96 + 2.4 / df;  // close to the exact values above 30
+}
+
+double student_t_995(int df) {
+  if (df < 1) return std::nan("");
+  if (df <= 30) return kT[df].q995;
+  return 2.576 + 5.5 / df;  // close to the exact values above 30
 }
 
 RatioInterval ratio_interval(const std::vector<double>& candidate, const std::vector<double>& reference) {

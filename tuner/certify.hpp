@@ -31,6 +31,8 @@ RatioInterval ratio_interval(const std::vector<double>& candidate, const std::ve
 
 // The two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
 double student_t_975(int df);
+// Its 99.5% quantile.
+double student_t_995(int df);
 
 // Chooses the export plan and certifies it (tuner/plan.hpp). The job-wide assignments are tried
 // best joint score first; under each, every size's candidates are the top of `ranking` (the

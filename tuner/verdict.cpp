@@ -28,15 +28,6 @@ Verdict verdict_from_string(const std::string& name) {
   return Verdict::undecided;
 }
 
-double student_t_995(int df) {
-  static const double table[] = {0,     63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169,
-                                 3.106, 3.055,  3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831,
-                                 2.819, 2.807,  2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750};
-  if (df < 1) return std::nan("");
-  if (df <= 30) return table[df];
-  return 2.576 + 5.5 / df;  // close to the exact values above 30
-}
-
 namespace {
 
 // Per size: the mean log ratio, its standard error and the count of paired rounds.

@@ -41,7 +41,4 @@ struct Judgement {
 Judgement judge_plan(const std::map<uint64_t, std::vector<double>>& plan,
                      const std::map<uint64_t, std::vector<double>>& defaults, const VerdictRule& rule, bool at_cap);
 
-// The two-sided 99.5% quantile of Student's t with `df` degrees of freedom.
-double student_t_995(int df);
-
 }  // namespace acceltune
