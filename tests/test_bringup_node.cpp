@@ -52,6 +52,12 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   }
   EXPECT_NE(r.out.find("delivered (bundle)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rdma   skipped:"), std::string::npos) << r.out;
+  // host-copy is a check of the memory path: its gain, which no job loads, is advice apart.
+  EXPECT_NE(r.out.find("host-copy       "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a check of its path, not a gain a job loads"), std::string::npos) << r.out;
+  const size_t advice = r.out.find("\nadvice (no job loads these");
+  ASSERT_NE(advice, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  host-copy: no library reads", advice), std::string::npos) << r.out;
   // Each study against its link's ceiling: host-copy judged against the measured memory
   // reference (or told why not), the loopback and veth paths told they have no ceiling.
   EXPECT_NE(r.out.find("against each link's ceiling"), std::string::npos) << r.out;

@@ -398,6 +398,7 @@ int cmd_bringup(const BringupArgs& a) {
   // The terminal table.
   std::printf("\n%-6s %-15s %-7s %-38s %-30s %s\n", "family", "study", "trials", "certified (search)",
               "delivered (own plan)", "delivered (bundle)");
+  std::vector<std::string> advice;  // studies whose params no library reads: shown apart from the gains
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     if (data_of_run[i] == SIZE_MAX) {
@@ -408,6 +409,21 @@ int cmd_bringup(const BringupArgs& a) {
     std::string cert = "-", bund = "-";
     for (const auto& c : contributions) {
       if (c.study == &d) cert = c.gain;
+    }
+    const FamilyInfo* family = family_of_kernel(d.best.kernel);
+    if (family && !family->advice.empty()) {
+      // The size with the largest gain over the default (certified where it was), and its config.
+      const auto gain = [](const SizeBest& z) { return z.certified_ratio ? *z.certified_ratio : z.ratio.value_or(0); };
+      const SizeBest* top = nullptr;
+      for (const auto& z : d.best.sizes) {
+        if (gain(z) > 0 && (!top || gain(z) > gain(*top))) top = &z;
+      }
+      advice.push_back(fmt::format("  {}: {}", d.best.space, family->advice));
+      advice.push_back(top ? fmt::format("    best at {}: {}; {}", format_bytes(top->bytes), top->best_config.dump(), cert)
+                           : "    no config measured ok");
+      std::printf("%-6s %-15s %-7lld %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
+                  static_cast<long long>(d.best.trials), "a check of its path, not a gain a job loads: see advice below");
+      continue;
     }
     for (const auto& bd : merged.delivered) {
       if (bd.study == d.best.space) bund = bundle_delivered_text(bd);
@@ -426,11 +442,16 @@ int cmd_bringup(const BringupArgs& a) {
     std::printf("  %-15s %s\n", d.best.space.c_str(), e.short_text().c_str());
     for (const auto& x : e.suggestions) std::printf("  %-15s   check: %s\n", "", x.c_str());
   }
+  if (!advice.empty()) {
+    std::printf("\nadvice (no job loads these; for programs that do this work themselves):\n");
+    for (const auto& line : advice) std::printf("%s\n", line.c_str());
+  }
   for (const auto& n : merged.notes) std::printf("note: %s\n", n.c_str());
   std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(summary["seconds"].get<double>()).c_str());
   std::printf("  job.sh COMMAND...   runs a job with it, e.g. %s/job.sh mpirun -np 8 ./app\n", bundle.string().c_str());
   std::string files = "acceltune.env";
   for (const auto& [family, f] : families_in_order()) {
+    if (!f->listed) continue;  // a family used only by tests
     for (const auto& file : f->bundle_files) files += ", " + file.name + (file.script ? " (review, run as root)" : "");
   }
   std::printf("  %s, report.html\n", files.c_str());

@@ -100,6 +100,10 @@ struct FamilyInfo {
   std::vector<std::string> far_ends{};      // PeerHandler names of its far end
   std::vector<std::string> exports{};       // export formats written for its studies only
   std::vector<std::string> fingerprint{};   // fingerprint fields it adds (probe/fingerprint.hpp)
+  // Non-empty when no library reads its params: why, in a line. Its studies check a path against
+  // its ceiling, and their best configs are advice for programs that do the work themselves, shown
+  // apart from the gains a job loads.
+  std::string advice{};
 };
 using FamilyRegistry = Registry<FamilyInfo>;
 

@@ -9,4 +9,6 @@ ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "host",
                                             .bringup = ::acceltune::always_runs(
                                                 "host memory copies: the memory reference (no library reads their params)",
                                                 {{"host", "host-copy", nullptr, {}, 1, 10}}),
-                                            .links = {"host-memory"}}))
+                                            .links = {"host-memory"},
+                                            .advice = "no library reads host-copy's params: its best config is "
+                                                      "advice for programs that copy memory themselves"}))
