@@ -134,7 +134,7 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
                                    fmt::format("{:.1f}", limit), "--certify-rounds", std::to_string(a.certify_rounds),
                                    "--verify-rounds", std::to_string(a.verify_rounds),
                                    // the verdict's cap: bring-up shares its time among many studies
-                                   "--verify-max-rounds", std::to_string(std::max(a.verify_rounds, 12))};
+                                   "--verify-max-rounds", std::to_string(std::max(a.verify_rounds, 8))};
   argv.insert(argv.end(), s.args.begin(), s.args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
