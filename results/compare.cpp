@@ -21,12 +21,6 @@ std::optional<double> finite(double v) {
 
 Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
-
 std::string sizes_text(const std::vector<uint64_t>& sizes) {
   std::vector<std::string> parts;
   for (uint64_t b : sizes) parts.push_back(format_bytes(b));

@@ -210,43 +210,58 @@ std::string marker_svg(Marker m, double x, double y, const std::string& color, c
 
 double text_width(const std::string& s) { return 6.6 * static_cast<double>(s.size()); }
 
-}  // namespace
-
-std::string render_panel(const Chart& c, double x0, double y0) {
-  // The legend wraps into rows below the x-axis label; the plot gets what is left.
+// The legend: its items, wrapped into rows that fit the chart's width.
+struct Legend {
   struct Item {
     std::string name, color;
     bool dashed = false, line = true;
     Marker marker = Marker::circle;
   };
   std::vector<Item> items;
+  std::vector<std::vector<size_t>> rows;
+};
+
+double item_width(const Legend::Item& it) { return 34 + text_width(it.name) + 16; }
+
+Legend legend_of(const Chart& c, double avail) {
+  Legend l;
   if (c.legend) {
     for (const auto& s : c.series) {
-      if (!s.name.empty()) items.push_back({s.name, s.color, s.dashed, s.line, s.marker});
+      if (!s.name.empty()) l.items.push_back({s.name, s.color, s.dashed, s.line, s.marker});
     }
     if (!c.x_marks.empty() && !c.x_marks_label.empty()) {
-      items.push_back({c.x_marks_label, c.x_marks_color, false, true, Marker::none});
+      l.items.push_back({c.x_marks_label, c.x_marks_color, false, true, Marker::none});
     }
   }
-  const double left = 68, right = 16, top = c.title.empty() ? 12 : 30;
-  std::vector<std::vector<size_t>> rows;
-  {
-    double used = 0;
-    const double avail = c.width - left - right;
-    for (size_t i = 0; i < items.size(); ++i) {
-      const double w = 34 + text_width(items[i].name) + 16;
-      if (rows.empty() || used + w > avail) {
-        rows.emplace_back();
-        used = 0;
-      }
-      rows.back().push_back(i);
-      used += w;
+  double used = 0;
+  for (size_t i = 0; i < l.items.size(); ++i) {
+    const double w = item_width(l.items[i]);
+    if (l.rows.empty() || used + w > avail) {
+      l.rows.emplace_back();
+      used = 0;
     }
+    l.rows.back().push_back(i);
+    used += w;
   }
-  const double legend_h = 18.0 * static_cast<double>(rows.size());
-  const double bottom = 46 + legend_h;
-  const double pw = std::max(40.0, c.width - left - right), ph = std::max(40.0, c.height - top - bottom);
+  return l;
+}
 
+double inverse(Scale s, double t) {
+  if (s == Scale::log10) return std::pow(10.0, t);
+  if (s == Scale::log2_bytes) return std::exp2(t);
+  return t;
+}
+
+// The plot area inside a panel and the ranges its axes show.
+struct Frame {
+  const Chart& c;
+  double left, top, pw, ph;
+  Range rx, ry;
+  double px(double v) const { return left + (forward(c.x.scale, v) - rx.lo) / (rx.hi - rx.lo) * pw; }
+  double py(double v) const { return top + ph - (forward(c.y.scale, v) - ry.lo) / (ry.hi - ry.lo) * ph; }
+};
+
+Frame frame_of(const Chart& c, double left, double top, double pw, double ph) {
   std::vector<double> xs, ys;
   for (const auto& s : c.series) {
     for (const auto& p : s.points) {
@@ -259,27 +274,16 @@ std::string render_panel(const Chart& c, double x0, double y0) {
     }
   }
   for (double m : c.x_marks) xs.push_back(m);
-  const Range rx = axis_range(c.x, xs), ry = axis_range(c.y, ys);
-  auto px = [&](double v) { return left + (forward(c.x.scale, v) - rx.lo) / (rx.hi - rx.lo) * pw; };
-  auto py = [&](double v) { return top + ph - (forward(c.y.scale, v) - ry.lo) / (ry.hi - ry.lo) * ph; };
-  auto inverse = [](Scale s, double t) {
-    if (s == Scale::log10) return std::pow(10.0, t);
-    if (s == Scale::log2_bytes) return std::exp2(t);
-    return t;
-  };
+  return Frame{c, left, top, pw, ph, axis_range(c.x, xs), axis_range(c.y, ys)};
+}
 
-  std::string o = fmt::format(R"~(<g class="chart" transform="translate({},{})">)~", num(x0), num(y0));
-  o += fmt::format(R"~(<rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>)~", num(c.width), num(c.height));
-  if (!c.title.empty()) {
-    o += fmt::format(R"~(<text x="{}" y="18" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)~",
-                     num(left + pw / 2), escape(c.title));
-  }
-  o += fmt::format(R"~(<rect x="{}" y="{}" width="{}" height="{}" fill="#fbfbfb" stroke="#999999"/>)~", num(left),
-                   num(top), num(pw), num(ph));
-  // Grid and tick labels.
-  const double xlo = inverse(c.x.scale, rx.lo), xhi = inverse(c.x.scale, rx.hi);
-  for (double t : ticks(c.x.scale, xlo, xhi)) {
-    const double x = px(t);
+// Grid lines, tick labels, the axes' labels and the marks on the x axis.
+std::string axes_svg(const Frame& f) {
+  const Chart& c = f.c;
+  const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
+  std::string o;
+  for (double t : ticks(c.x.scale, inverse(c.x.scale, f.rx.lo), inverse(c.x.scale, f.rx.hi))) {
+    const double x = f.px(t);
     const auto named = axis_tick_label(c.x, t);
     if (!named) continue;
     const std::string& label = *named;
@@ -295,17 +299,14 @@ std::string render_panel(const Chart& c, double x0, double y0) {
           num(x), num(top + ph + 14), escape(label.substr(0, nl)), escape(label.substr(nl + 1)));
     }
   }
-  const double ylo = inverse(c.y.scale, ry.lo), yhi = inverse(c.y.scale, ry.hi);
-  for (double t : ticks(c.y.scale, ylo, yhi)) {
+  for (double t : ticks(c.y.scale, inverse(c.y.scale, f.ry.lo), inverse(c.y.scale, f.ry.hi))) {
     const auto named = axis_tick_label(c.y, t);
     if (!named) continue;
-    const std::string& label = *named;
-    const double y = py(t);
+    const double y = f.py(t);
     o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#e3e3e3"/>)~", num(left), num(y), num(left + pw));
     o += fmt::format(R"~(<text x="{}" y="{}" font-size="11" text-anchor="end">{}</text>)~", num(left - 5), num(y + 4),
-                     escape(label));
+                     escape(*named));
   }
-  // Axis labels.
   if (!c.x.label.empty()) {
     o += fmt::format(R"~(<text class="axis-label" x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>)~",
                      num(left + pw / 2), num(top + ph + 32), escape(c.x.label));
@@ -313,71 +314,96 @@ std::string render_panel(const Chart& c, double x0, double y0) {
   o += fmt::format(
       R"~(<text class="axis-label" x="14" y="{0}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {0})">{1}</text>)~",
       num(top + ph / 2), escape(c.y.label));
-
-  // Marks on the x axis.
   for (double m : c.x_marks) {
     if (!plottable(c.x.scale, m)) continue;
-    o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{3}" stroke-width="2"/>)~", num(px(m)),
+    o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{3}" stroke-width="2"/>)~", num(f.px(m)),
                      num(top + ph - 8), num(top + ph), c.x_marks_color);
   }
+  return o;
+}
 
-  // Series: error bars, then lines, then markers on top.
-  for (const auto& s : c.series) {
-    std::vector<std::pair<double, double>> pts;
-    for (const auto& p : s.points) {
-      if (!plottable(c.x.scale, p.x) || !plottable(c.y.scale, p.y)) continue;
-      const double x = px(p.x), y = py(p.y);
-      pts.emplace_back(x, y);
-      if (plottable(c.y.scale, p.lo) && plottable(c.y.scale, p.hi)) {
-        const double y1 = py(p.lo), y2 = py(p.hi);
-        o += fmt::format(R"~(<path d="M{0},{1} V{2} M{3},{1} h6 M{3},{2} h6" stroke="{4}" stroke-width="1.2" fill="none"/>)~",
-                         num(x), num(y1), num(y2), num(x - 3), s.color);
-      }
-    }
-    if (s.line && pts.size() > 1) {
-      std::string d = fmt::format("M{},{}", num(pts[0].first), num(pts[0].second));
-      for (size_t i = 1; i < pts.size(); ++i) {
-        if (s.step) {
-          d += fmt::format(" H{} V{}", num(pts[i].first), num(pts[i].second));
-        } else {
-          d += fmt::format(" L{},{}", num(pts[i].first), num(pts[i].second));
-        }
-      }
-      o += fmt::format(R"~(<path d="{}" stroke="{}" stroke-width="1.8" fill="none"{}/>)~", d, s.color,
-                       s.dashed ? R"~( stroke-dasharray="6 4")~" : "");
-    }
-    size_t k = 0;
-    for (const auto& p : s.points) {
-      if (!plottable(c.x.scale, p.x) || !plottable(c.y.scale, p.y)) continue;
-      std::string xl = c.x.scale == Scale::category
-                           ? (static_cast<size_t>(std::llround(p.x)) < c.x.categories.size()
-                                  ? c.x.categories[static_cast<size_t>(std::llround(p.x))]
-                                  : "")
-                           : tick_label(c.x.scale, p.x);
-      std::string tip = fmt::format("{}: {} = {:.4g}", s.name, xl, p.y);
-      if (std::isfinite(p.lo) && std::isfinite(p.hi)) tip += fmt::format(" [{:.4g}, {:.4g}]", p.lo, p.hi);
-      o += marker_svg(s.marker, pts[k].first, pts[k].second, s.color, tip);
-      ++k;
+// One series: error bars, then its line, then markers on top.
+std::string series_svg(const Frame& f, const Series& s) {
+  const Chart& c = f.c;
+  std::string o;
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : s.points) {
+    if (!plottable(c.x.scale, p.x) || !plottable(c.y.scale, p.y)) continue;
+    const double x = f.px(p.x), y = f.py(p.y);
+    pts.emplace_back(x, y);
+    if (plottable(c.y.scale, p.lo) && plottable(c.y.scale, p.hi)) {
+      const double y1 = f.py(p.lo), y2 = f.py(p.hi);
+      o += fmt::format(R"~(<path d="M{0},{1} V{2} M{3},{1} h6 M{3},{2} h6" stroke="{4}" stroke-width="1.2" fill="none"/>)~",
+                       num(x), num(y1), num(y2), num(x - 3), s.color);
     }
   }
+  if (s.line && pts.size() > 1) {
+    std::string d = fmt::format("M{},{}", num(pts[0].first), num(pts[0].second));
+    for (size_t i = 1; i < pts.size(); ++i) {
+      if (s.step) {
+        d += fmt::format(" H{} V{}", num(pts[i].first), num(pts[i].second));
+      } else {
+        d += fmt::format(" L{},{}", num(pts[i].first), num(pts[i].second));
+      }
+    }
+    o += fmt::format(R"~(<path d="{}" stroke="{}" stroke-width="1.8" fill="none"{}/>)~", d, s.color,
+                     s.dashed ? R"~( stroke-dasharray="6 4")~" : "");
+  }
+  size_t k = 0;
+  for (const auto& p : s.points) {
+    if (!plottable(c.x.scale, p.x) || !plottable(c.y.scale, p.y)) continue;
+    const auto ci = static_cast<size_t>(std::llround(p.x));
+    const std::string xl = c.x.scale == Scale::category ? (ci < c.x.categories.size() ? c.x.categories[ci] : "")
+                                                        : tick_label(c.x.scale, p.x);
+    std::string tip = fmt::format("{}: {} = {:.4g}", s.name, xl, p.y);
+    if (std::isfinite(p.lo) && std::isfinite(p.hi)) tip += fmt::format(" [{:.4g}, {:.4g}]", p.lo, p.hi);
+    o += marker_svg(s.marker, pts[k].first, pts[k].second, s.color, tip);
+    ++k;
+  }
+  return o;
+}
 
-  // Legend.
-  double ly = top + ph + 50;
-  for (const auto& row : rows) {
+std::string legend_svg(const Legend& l, double left, double y) {
+  std::string o;
+  for (const auto& row : l.rows) {
     double lx = left;
     for (size_t i : row) {
-      const Item& it = items[i];
+      const Legend::Item& it = l.items[i];
       if (it.line) {
         o += fmt::format(R"~(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{3}" stroke-width="{4}"{5}/>)~", num(lx),
-                         num(ly - 4), num(lx + 26), it.color, it.marker == Marker::none ? 2.5 : 1.8,
+                         num(y - 4), num(lx + 26), it.color, it.marker == Marker::none ? 2.5 : 1.8,
                          it.dashed ? R"~( stroke-dasharray="6 4")~" : "");
       }
-      o += marker_svg(it.marker, lx + 13, ly - 4, it.color, "");
-      o += fmt::format(R"~(<text x="{}" y="{}" font-size="11">{}</text>)~", num(lx + 32), num(ly), escape(it.name));
-      lx += 34 + text_width(it.name) + 16;
+      o += marker_svg(it.marker, lx + 13, y - 4, it.color, "");
+      o += fmt::format(R"~(<text x="{}" y="{}" font-size="11">{}</text>)~", num(lx + 32), num(y), escape(it.name));
+      lx += item_width(it);
     }
-    ly += 18;
+    y += 18;
   }
+  return o;
+}
+
+}  // namespace
+
+std::string render_panel(const Chart& c, double x0, double y0) {
+  // The legend wraps into rows below the x-axis label; the plot gets what is left.
+  const double left = 68, right = 16, top = c.title.empty() ? 12 : 30;
+  const Legend legend = legend_of(c, c.width - left - right);
+  const double bottom = 46 + 18.0 * static_cast<double>(legend.rows.size());
+  const double pw = std::max(40.0, c.width - left - right), ph = std::max(40.0, c.height - top - bottom);
+  const Frame f = frame_of(c, left, top, pw, ph);
+
+  std::string o = fmt::format(R"~(<g class="chart" transform="translate({},{})">)~", num(x0), num(y0));
+  o += fmt::format(R"~(<rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>)~", num(c.width), num(c.height));
+  if (!c.title.empty()) {
+    o += fmt::format(R"~(<text x="{}" y="18" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)~",
+                     num(left + pw / 2), escape(c.title));
+  }
+  o += fmt::format(R"~(<rect x="{}" y="{}" width="{}" height="{}" fill="#fbfbfb" stroke="#999999"/>)~", num(left),
+                   num(top), num(pw), num(ph));
+  o += axes_svg(f);
+  for (const auto& s : c.series) o += series_svg(f, s);
+  o += legend_svg(legend, left, top + ph + 50);
   o += "</g>";
   return o;
 }

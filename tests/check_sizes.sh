@@ -5,9 +5,10 @@
 # a finding too, for its functions would go unmeasured.
 # Usage: check_sizes.sh [ROOT]   (default: the source tree). Prints each file and function over its
 # limit with its line and length, and exits 1 when there is any; 2 without pmccabe.
-#        check_sizes.sh --self-test   shows the check fails: a tree with one file, two functions and
-#        one unparseable file against the rules must give exactly those, and a tree that keeps them
-#        (each at its limit) none.
+#        check_sizes.sh --self-test   shows the check fails: a tree with one file, three functions
+#        (one in a nested namespace) and one unparseable file against the rules must give exactly
+#        those, a tree that keeps them (each at its limit) none, and a pmccabe that measures nothing
+#        a finding.
 # PMCCABE names the program to run (default: pmccabe).
 set -uo pipefail
 max_file_lines=600
@@ -31,16 +32,20 @@ if [ "${1:-}" = --self-test ]; then
   if PMCCABE="$t/absent" "$0" "$t" >/dev/null; then
     echo "check_sizes: passed without pmccabe"; exit 1
   fi
+  if PMCCABE=true "$0" "$t" >/dev/null; then
+    echo "check_sizes: passed a tree of which pmccabe measured nothing"; exit 1
+  fi
   lines $((max_file_lines + 1)) "// filler" >"$t/tuner/long.hpp"                  # a long file
   function_of too_long "$((max_function_lines + 1))" >"$t/kernels/tcp/a.cpp"        # a long function
   { echo "class C {"; echo " public:"; function_of member "$((max_function_lines + 20))"; echo "};"; } >"$t/results/b.hpp"
   printf 'int f() {\n  return 0;\n}\n}\n' >"$t/search/c.cpp"                       # one brace too many
+  { echo "namespace a::b {"; function_of nested "$((max_function_lines + 1))"; echo "}"; } >"$t/search/d.cpp"
   out=$("$0" "$t")
-  got=$(grep -c '^tuner/long.hpp: \|^kernels/tcp/a.cpp:1: \|^results/b.hpp:3: \|^search/c.cpp:4: ' <<<"$out")
-  if [ "$got" != 4 ] || [ "$(grep -vc '^check_sizes: ' <<<"$out")" != 4 ]; then
-    echo "check_sizes: found $got of the 4 findings:"; echo "$out"; exit 1
+  got=$(grep -c '^tuner/long.hpp: \|^kernels/tcp/a.cpp:1: \|^results/b.hpp:3: \|^search/c.cpp:4: \|^search/d.cpp:2: function a::b::nested ' <<<"$out")
+  if [ "$got" != 5 ] || [ "$(grep -vc '^check_sizes: ' <<<"$out")" != 5 ]; then
+    echo "check_sizes: found $got of the 5 findings:"; echo "$out"; exit 1
   fi
-  echo "check_sizes: self-test found all 4 findings against the sizes"
+  echo "check_sizes: self-test found all 5 findings against the sizes"
   exit 0
 fi
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -54,9 +59,11 @@ fi
 
 # What pmccabe, a C parser that knows some C++, misreads, rewritten without moving a line:
 # override, final and noexcept before a body; a trailing return type; a macro call at the top
-# level without a semicolon (the registrations at the end of a file).
+# level without a semicolon (the registrations at the end of a file); a nested namespace's name
+# (`namespace a::b {`, after which pmccabe silently measures nothing).
 pmccabe_input() {
-  sed -E -e 's/\<(override|final|noexcept)\>//g' \
+  sed -E -e '/^namespace [A-Za-z_0-9:]+ [{]/ s/::/__/g' \
+    -e 's/\<(override|final|noexcept)\>//g' \
     -e 's/\)([[:space:]]*const)?[[:space:]]+->[[:space:]][^;{}]*\{[[:space:]]*$/)\1 {/' "$1" |
     awk '
       function bare(s) {  # the code of a line: no escapes, strings, characters or comment
@@ -89,12 +96,24 @@ done
 if [ ${#files[@]} -gt 0 ]; then
   (cd "$work" && "$pmccabe" "${files[@]}" >"$work/.functions" 2>"$work/.errors")
   # file(line): name, with its first line (column 4) and its length (column 5)
+  declare -A measured=()
   while IFS=$'\t' read -r _ _ _ first length where; do
+    measured[${where%%(*}]=1
     if [ "$length" -gt "$max_function_lines" ]; then
-      echo "${where%%(*}:$first: function ${where#*: } is $length lines, over the $max_function_lines a function may have"
+      name=${where#*: }
+      echo "${where%%(*}:$first: function ${name//__/::} is $length lines, over the $max_function_lines a function may have"
       findings=$((findings + 1))
     fi
   done <"$work/.functions"
+  # A file with a function body (a line that ends in ") {" or ") const {") of which pmccabe measured
+  # nothing, and said nothing, is one it silently misread: a finding too.
+  for f in "${files[@]}"; do
+    [ -z "${measured[$f]:-}" ] || continue
+    body=$(grep -nE '\)[[:space:]]*(const[[:space:]]*)?[{][[:space:]]*$' "$f" | head -1)
+    [ -n "$body" ] || continue
+    echo "$f:${body%%:*}: pmccabe measured no function in this file though it has a body here, so its functions go unmeasured"
+    findings=$((findings + 1))
+  done
   # "file", line N: what confused it
   while IFS= read -r e; do
     [ -n "$e" ] || continue

@@ -84,6 +84,35 @@ void print_efficiency(const Json& study, const BestTable& b, std::FILE* out) {
   for (const auto& s : e.suggestions) std::fprintf(out, "  check: %s\n", s.c_str());
 }
 
+namespace {
+
+// The plan under the table: its size ranges, its job-wide part, its notes and how it was delivered.
+void print_plan_lines(const BestTable& b, const std::map<std::string, std::string>& units, std::FILE* out) {
+  if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
+    std::fprintf(out, "ranges:");
+    for (const auto& r : b.ranges) {
+      // Ranges end just below the next one's first size: print them half-open.
+      std::fprintf(out, " [%s, %s) %s;", r.min_bytes == 0 ? "0" : format_bytes(r.min_bytes).c_str(),
+                   r.max_bytes == UINT64_MAX ? "max" : format_bytes(r.max_bytes + 1).c_str(),
+                   r.is_default ? "default" : describe_config(r.config, b.default_config, units).c_str());
+    }
+    std::fprintf(out, "\n");
+  }
+  // The plan's job-wide part: one value for the whole job, chosen over all sizes.
+  const std::string job = b.plan.job_is_default ? "(default)" : describe_config(b.plan.job, b.default_config, units);
+  std::fprintf(out, "job-wide: %s\n", job == "(default)" ? "the library defaults" : job.c_str());
+  for (const auto& n : b.plan.notes) std::fprintf(out, "plan: %s\n", n.c_str());
+  if (b.delivery.state == "measured") {
+    std::fprintf(out, "delivered: measured through %s (%d rounds, interleaved with the defaults)\n",
+                 b.delivery.client.empty() ? "a plain client" : b.delivery.client.c_str(), b.delivery.rounds);
+  } else {
+    std::fprintf(out, "delivered: not verified: %s\n",
+                 b.delivery.why.empty() ? "not measured yet (acceltune verify measures it)" : b.delivery.why.c_str());
+  }
+}
+
+}  // namespace
+
 void print_best_table(const BestTable& b, const Json& space_definition, std::FILE* out) {
   // Four figures, each named as what it is (docs: "Export plans and delivered gains"): the search's
   // measurements, the certified gain (interleaved with the default inside the kernel), the delivered
@@ -91,13 +120,10 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
   // measurement is never the headline.
   const auto units = units_of(space_definition);
   const std::string unit = b.unit;
-  auto interval = [](double ratio, double low, double high) {
-    return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
-  };
   auto delivered_text = [&](const SizeBest& s) -> std::string {
     if (!s.delivered) return "not verified";
     const Delivered& d = *s.delivered;
-    return interval(d.ratio, d.ci_low, d.ci_high) + (d.slower ? " SLOWER" : "");
+    return gain_interval_text(d.ratio, d.ci_low, d.ci_high) + (d.slower ? " SLOWER" : "");
   };
   constexpr const char* kCertified = "certified gain [95% interval]";
   constexpr const char* kDelivered = "delivered [95%]";
@@ -122,7 +148,7 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
       for (const auto& c : s.candidates) {
         if (c.trial == *s.certified_trial) w = &c;
       }
-      const std::string gain = interval(*s.certified_ratio, s.ci_low.value_or(0), s.ci_high.value_or(INFINITY));
+      const std::string gain = gain_interval_text(*s.certified_ratio, s.ci_low.value_or(0), s.ci_high.value_or(INFINITY));
       // #-1: the plan's job-wide part with the library's per-size choices, not a trial of the search.
       const std::string from = *s.certified_trial >= 0 ? fmt::format("#{}", *s.certified_trial) : "job-wide part";
       const std::string cfg =
@@ -174,27 +200,7 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
                  format_bytes(s.bytes).c_str(), static_cast<long long>(*s.best_trial), estimate.c_str(),
                  static_cast<long long>(*s.observed_trial), format_value(s.observed_value).c_str());
   }
-  if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
-    std::fprintf(out, "ranges:");
-    for (const auto& r : b.ranges) {
-      // Ranges end just below the next one's first size: print them half-open.
-      std::fprintf(out, " [%s, %s) %s;", r.min_bytes == 0 ? "0" : format_bytes(r.min_bytes).c_str(),
-                   r.max_bytes == UINT64_MAX ? "max" : format_bytes(r.max_bytes + 1).c_str(),
-                   r.is_default ? "default" : describe_config(r.config, b.default_config, units).c_str());
-    }
-    std::fprintf(out, "\n");
-  }
-  // The plan's job-wide part: one value for the whole job, chosen over all sizes.
-  const std::string job = b.plan.job_is_default ? "(default)" : describe_config(b.plan.job, b.default_config, units);
-  std::fprintf(out, "job-wide: %s\n", job == "(default)" ? "the library defaults" : job.c_str());
-  for (const auto& n : b.plan.notes) std::fprintf(out, "plan: %s\n", n.c_str());
-  if (b.delivery.state == "measured") {
-    std::fprintf(out, "delivered: measured through %s (%d rounds, interleaved with the defaults)\n",
-                 b.delivery.client.empty() ? "a plain client" : b.delivery.client.c_str(), b.delivery.rounds);
-  } else {
-    std::fprintf(out, "delivered: not verified: %s\n",
-                 b.delivery.why.empty() ? "not measured yet (acceltune verify measures it)" : b.delivery.why.c_str());
-  }
+  print_plan_lines(b, units, out);
 }
 
 

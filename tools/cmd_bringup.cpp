@@ -220,40 +220,29 @@ std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
   return text.empty() ? "not measured" : text;
 }
 
-int cmd_bringup(const BringupArgs& a) {
-  const double limit = a.time_limit_seconds;
-  const auto started = Clock::now();
-  const std::string started_at = utc_now_iso8601();
-  const Json probe = probe_fingerprint();
-  const bringup::NodeFacts node = bringup::node_facts(probe, !a.no_netns);
-  auto families = bringup::pick_families(node, split_list(a.only), split_list(a.skip));
-  if (!families) return fail(families.error());
-  std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
-  if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
-  const double minimum = bringup::minimum_seconds(studies);
-  if (limit < minimum) {
-    return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
-                            "runs: give at least {} (or fewer families with --only)",
-                            format_seconds(limit), studies.size(), format_seconds(minimum)));
-  }
-  const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
-  std::error_code ec;
-  if (fs::exists(bundle, ec) && !fs::is_empty(bundle, ec)) {
-    return fail(input_error("--out {} already holds files; bring-up writes a new bundle (choose another folder)",
-                            bundle.string()));
-  }
-  for (const char* sub : {"studies", "spaces", "logs"}) {
-    fs::create_directories(bundle / sub, ec);
-    if (ec) return fail(runtime_error("{}: cannot create: {}", (bundle / sub).string(), ec.message()));
-  }
-  install_cancel_handlers();
-  auto guard = ProcessGuard::start();
-  if (!guard) return fail(guard.error());
-  const bool tty = stderr_is_terminal();
+// What the studies left: the runs, the finished studies read back as the report and compare read
+// them (data_of_run maps a run to its study, SIZE_MAX where none finished), their contributions to
+// the bundle and the merged bundle.
+struct Outcome {
+  std::vector<Run> runs;
+  std::vector<StudyData> data;
+  std::vector<size_t> data_of_run;
+  std::vector<bringup::Contribution> contributions;
+  bringup::Bundle merged;
 
-  std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies.size(),
+  const StudyData* study_of(size_t run) const { return data_of_run[run] == SIZE_MAX ? nullptr : &data[data_of_run[run]]; }
+  std::string certified_of(const StudyData& d) const {
+    for (const auto& c : contributions) {
+      if (c.study == &d) return c.gain;
+    }
+    return "";
+  }
+};
+
+void print_plan(const std::vector<bringup::Family>& families, size_t studies, double limit, const fs::path& bundle) {
+  std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies,
               format_seconds(limit).c_str(), bundle.string().c_str());
-  for (const auto& f : *families) {
+  for (const auto& f : families) {
     if (f.skipped.empty()) {
       std::string names;
       for (const auto& s : f.studies) names += (names.empty() ? "" : ", ") + s.space;
@@ -263,9 +252,13 @@ int cmd_bringup(const BringupArgs& a) {
     }
   }
   std::fflush(stdout);
+}
 
+// Each study in turn, within its share of the time left.
+std::vector<Run> run_studies(const std::vector<bringup::Study>& studies, const fs::path& bundle, const BringupArgs& a,
+                             bool tty) {
   std::vector<Run> runs;
-  double left = limit;
+  double left = a.time_limit_seconds;
   for (size_t i = 0; i < studies.size(); ++i) {
     if (cancel_requested()) {
       Run r;
@@ -284,25 +277,25 @@ int cmd_bringup(const BringupArgs& a) {
     std::fflush(stdout);
     runs.push_back(r);
   }
-  const int cancelled_by = cancel_requested() ? cancel_signal() : 0;
+  return runs;
+}
 
-  // The finished studies, read back as the report and compare read them.
-  std::vector<StudyData> data;
-  data.reserve(runs.size());
-  std::vector<size_t> data_of_run(runs.size(), SIZE_MAX);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].state != "done") continue;
-    auto d = load_study_dir(runs[i].dir);
+// The finished studies read back, and what each brings to the bundle.
+void read_back(Outcome& o, const fs::path& bundle) {
+  o.data.reserve(o.runs.size());
+  o.data_of_run.assign(o.runs.size(), SIZE_MAX);
+  for (size_t i = 0; i < o.runs.size(); ++i) {
+    if (o.runs[i].state != "done") continue;
+    auto d = load_study_dir(o.runs[i].dir);
     if (!d) {
-      runs[i].state = "failed";
-      runs[i].why = d.error().message;
+      o.runs[i].state = "failed";
+      o.runs[i].why = d.error().message;
       continue;
     }
-    data_of_run[i] = data.size();
-    data.push_back(std::move(d).value());
+    o.data_of_run[i] = o.data.size();
+    o.data.push_back(std::move(d).value());
   }
-  std::vector<bringup::Contribution> contributions;
-  for (auto& d : data) {
+  for (auto& d : o.data) {
     if (d.best.trials_ok == 0) continue;
     auto c = bringup::contribution_of(d, bundle.string());
     if (!c) {
@@ -310,9 +303,11 @@ int cmd_bringup(const BringupArgs& a) {
                    c.error().message.c_str());
       continue;
     }
-    contributions.push_back(std::move(c).value());
+    o.contributions.push_back(std::move(c).value());
   }
-  // The files; first the per-size ones: each study's plan file, the NCCL tables one after another.
+}
+
+std::string bundle_header(const Json& probe, int cancelled_by) {
   std::string host;
   if (probe.contains("host") && probe["host"].is_string()) host = probe["host"].get<std::string>();
   if (probe.contains("host") && probe["host"].is_object()) host = probe["host"].value("hostname", "");
@@ -322,26 +317,175 @@ int cmd_bringup(const BringupArgs& a) {
     header += fmt::format("# PARTIAL: bring-up was cancelled by {}; only the studies finished before are in it\n",
                           signal_name(cancelled_by));
   }
+  return header;
+}
 
-  const auto per_size = bringup::plan_files_text(*families, contributions, header);
-  // Written before the merged measurement: the bundle's environment names them.
-  for (const auto& [name, text] : per_size) {
-    if (Status w = write_file_atomically(bundle / name, text); !w) return fail(w.error());
+// The bundle's files; first the per-size ones (each study's plan file, the NCCL tables one after
+// another), written before the merged measurement because the bundle's environment names them.
+Status write_bundle(const std::vector<bringup::Family>& families, Outcome& o, const fs::path& bundle,
+                    const std::string& header, const BringupArgs& a, bool tty) {
+  for (const auto& [name, text] : bringup::plan_files_text(families, o.contributions, header)) {
+    ACCELTUNE_TRY(write_file_atomically(bundle / name, text));
   }
   bringup::MergeOptions mo;
   mo.rounds = a.verify_rounds;
   if (tty) {
     mo.progress = [](const std::string& what) { std::fprintf(stderr, "\r\033[K%s", what.c_str()); };
   }
-  const bringup::Bundle merged = bringup::merge_and_verify(contributions, mo);
+  o.merged = bringup::merge_and_verify(o.contributions, mo);
   if (tty) std::fprintf(stderr, "\r\033[K");
-
-  Status st = write_file_atomically(bundle / "acceltune.env", bringup::env_file_text(merged, header));
-  if (st) st = write_file_atomically(bundle / "job.sh", bringup::job_script_text(merged), {.executable = true});
-  for (const auto& f : bringup::merged_files_text(*families, data, merged, header)) {
-    if (st) st = write_file_atomically(bundle / f.name, f.text, {.executable = f.script});
+  ACCELTUNE_TRY(write_file_atomically(bundle / "acceltune.env", bringup::env_file_text(o.merged, header)));
+  ACCELTUNE_TRY(write_file_atomically(bundle / "job.sh", bringup::job_script_text(o.merged), {.executable = true}));
+  for (const auto& f : bringup::merged_files_text(families, o.data, o.merged, header)) {
+    ACCELTUNE_TRY(write_file_atomically(bundle / f.name, f.text, {.executable = f.script}));
   }
-  if (!st) return fail(st.error());
+  return {};
+}
+
+// bringup.json's families: what ran, what was skipped, the gains.
+Json families_json(const std::vector<bringup::Family>& families, const Outcome& o, const fs::path& bundle) {
+  std::error_code ec;
+  Json fams = Json::array();
+  for (const auto& f : families) {
+    Json jf = Json{{"name", f.name}, {"what", f.what}, {"skipped", f.skipped.empty() ? Json(nullptr) : Json(f.skipped)}};
+    Json js = Json::array();
+    for (size_t i = 0; i < o.runs.size(); ++i) {
+      const Run& r = o.runs[i];
+      if (r.plan.family != f.name) continue;
+      Json s = Json{{"space", r.plan.space}, {"dir", fs::relative(r.dir.empty() ? bundle : fs::path(r.dir), bundle, ec).string()},
+                    {"state", r.state}, {"why", r.why}, {"seconds", r.seconds}, {"time_limit_seconds", r.limit}};
+      if (const StudyData* d = o.study_of(i)) {
+        s["trials"] = d->best.trials;
+        s["trials_ok"] = d->best.trials_ok;
+        s["delivered_own"] = own_delivered(d->best);
+        s["efficiency"] = efficiency_of(d->study, d->best).to_json();
+        if (const std::string gain = o.certified_of(*d); !gain.empty()) s["certified"] = gain;
+        for (const auto& bd : o.merged.delivered) {
+          if (bd.study != d->best.space) continue;
+          s["bundle"] = Json{{"state", bd.state}, {"why", bd.why}, {"text", bundle_delivered_text(bd)},
+                             {"sizes", delivered_json(bd.sizes)}};
+        }
+      }
+      js.push_back(s);
+    }
+    jf["studies"] = js;
+    fams.push_back(jf);
+  }
+  return fams;
+}
+
+// One study's row of the terminal table; a study whose params no library reads goes to `advice`.
+void print_row(const Run& r, const StudyData& d, const Outcome& o, std::vector<std::string>& advice) {
+  std::string cert = o.certified_of(d), bund = "-";
+  if (cert.empty()) cert = "-";
+  const FamilyInfo* family = family_of_kernel(d.best.kernel);
+  if (family && !family->advice.empty()) {
+    // The size with the largest gain over the default (certified where it was), and its config.
+    const auto gain = [](const SizeBest& z) { return z.certified_ratio ? *z.certified_ratio : z.ratio.value_or(0); };
+    const SizeBest* top = nullptr;
+    for (const auto& z : d.best.sizes) {
+      if (gain(z) > 0 && (!top || gain(z) > gain(*top))) top = &z;
+    }
+    advice.push_back(fmt::format("  {}: {}", d.best.space, family->advice));
+    advice.push_back(top ? fmt::format("    best at {}: {}; {}", format_bytes(top->bytes), top->best_config.dump(), cert)
+                         : "    no config measured ok");
+    std::printf("%-6s %-15s %-7lld %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
+                static_cast<long long>(d.best.trials), "a check of its path, not a gain a job loads: see advice below");
+    return;
+  }
+  for (const auto& bd : o.merged.delivered) {
+    if (bd.study == d.best.space) bund = bundle_delivered_text(bd);
+  }
+  std::printf("%-6s %-15s %-7lld %-38s %-30s %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
+              static_cast<long long>(d.best.trials), cert.c_str(), own_delivered(d.best).c_str(), bund.c_str());
+}
+
+// The terminal table, the ceilings, the advice and where the bundle is.
+void print_summary(const std::vector<bringup::Family>& families, const Outcome& o, const fs::path& bundle,
+                   double seconds) {
+  std::printf("\n%-6s %-15s %-7s %-38s %-30s %s\n", "family", "study", "trials", "certified (search)",
+              "delivered (own plan)", "delivered (bundle)");
+  std::vector<std::string> advice;  // studies whose params no library reads: shown apart from the gains
+  for (size_t i = 0; i < o.runs.size(); ++i) {
+    const Run& r = o.runs[i];
+    if (const StudyData* d = o.study_of(i)) {
+      print_row(r, *d, o, advice);
+    } else {
+      std::printf("%-6s %-15s %s: %s\n", r.plan.family.c_str(), r.plan.space.c_str(), r.state.c_str(), r.why.c_str());
+    }
+  }
+  for (const auto& f : families) {
+    if (!f.skipped.empty()) std::printf("%-6s skipped: %s\n", f.name.c_str(), f.skipped.c_str());
+  }
+  std::printf("\nagainst each link's ceiling (certified figures; %s):\n", verdict_thresholds_text().c_str());
+  for (size_t i = 0; i < o.runs.size(); ++i) {
+    const StudyData* d = o.study_of(i);
+    if (!d) continue;
+    const Efficiency e = efficiency_of(d->study, d->best);
+    std::printf("  %-15s %s\n", d->best.space.c_str(), e.short_text().c_str());
+    for (const auto& x : e.suggestions) std::printf("  %-15s   check: %s\n", "", x.c_str());
+  }
+  if (!advice.empty()) {
+    std::printf("\nadvice (no job loads these; for programs that do this work themselves):\n");
+    for (const auto& line : advice) std::printf("%s\n", line.c_str());
+  }
+  for (const auto& n : o.merged.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(seconds).c_str());
+  std::printf("  job.sh COMMAND...   runs a job with it, e.g. %s/job.sh mpirun -np 8 ./app\n", bundle.string().c_str());
+  std::string files = "acceltune.env";
+  for (const auto& [family, f] : families_in_order()) {
+    if (!f->listed) continue;  // a family used only by tests
+    for (const auto& file : f->bundle_files) files += ", " + file.name + (file.script ? " (review, run as root)" : "");
+  }
+  std::printf("  %s, report.html\n", files.c_str());
+  std::printf("figures: certified = measured inside acceltune; delivered = a plain job of the family with the files "
+              "loaded, against its defaults\n");
+}
+
+// A fresh bundle folder with its sub-folders; an error when it already holds files.
+Status make_bundle_dir(const fs::path& bundle) {
+  std::error_code ec;
+  if (fs::exists(bundle, ec) && !fs::is_empty(bundle, ec)) {
+    return input_error("--out {} already holds files; bring-up writes a new bundle (choose another folder)",
+                       bundle.string());
+  }
+  for (const char* sub : {"studies", "spaces", "logs"}) {
+    fs::create_directories(bundle / sub, ec);
+    if (ec) return runtime_error("{}: cannot create: {}", (bundle / sub).string(), ec.message());
+  }
+  return {};
+}
+
+int cmd_bringup(const BringupArgs& a) {
+  const double limit = a.time_limit_seconds;
+  const auto started = Clock::now();
+  const std::string started_at = utc_now_iso8601();
+  const Json probe = probe_fingerprint();
+  const bringup::NodeFacts node = bringup::node_facts(probe, !a.no_netns);
+  auto families = bringup::pick_families(node, split_list(a.only), split_list(a.skip));
+  if (!families) return fail(families.error());
+  std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
+  if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
+  const double minimum = bringup::minimum_seconds(studies);
+  if (limit < minimum) {
+    return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
+                            "runs: give at least {} (or fewer families with --only)",
+                            format_seconds(limit), studies.size(), format_seconds(minimum)));
+  }
+  const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
+  if (Status st = make_bundle_dir(bundle); !st) return fail(st.error());
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();
+  if (!guard) return fail(guard.error());
+  const bool tty = stderr_is_terminal();
+
+  print_plan(*families, studies.size(), limit, bundle);
+  Outcome o;
+  o.runs = run_studies(studies, bundle, a, tty);
+  const int cancelled_by = cancel_requested() ? cancel_signal() : 0;
+  read_back(o, bundle);
+  const std::string header = bundle_header(probe, cancelled_by);
+  if (Status st = write_bundle(*families, o, bundle, header, a, tty); !st) return fail(st.error());
 
   // bringup.json: what ran, what was skipped, the gains, the bundle's lines.
   Json summary = Json::object();
@@ -356,107 +500,17 @@ int cmd_bringup(const BringupArgs& a) {
   Json links = Json::array();
   for (const auto& c : link_ceilings(probe)) links.push_back(c.to_json());
   summary["links"] = links;
-  Json fams = Json::array();
-  for (const auto& f : *families) {
-    Json jf = Json{{"name", f.name}, {"what", f.what}, {"skipped", f.skipped.empty() ? Json(nullptr) : Json(f.skipped)}};
-    Json js = Json::array();
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const Run& r = runs[i];
-      if (r.plan.family != f.name) continue;
-      Json s = Json{{"space", r.plan.space}, {"dir", fs::relative(r.dir.empty() ? bundle : fs::path(r.dir), bundle, ec).string()},
-                    {"state", r.state}, {"why", r.why}, {"seconds", r.seconds}, {"time_limit_seconds", r.limit}};
-      if (data_of_run[i] != SIZE_MAX) {
-        const StudyData& d = data[data_of_run[i]];
-        s["trials"] = d.best.trials;
-        s["trials_ok"] = d.best.trials_ok;
-        s["delivered_own"] = own_delivered(d.best);
-        s["efficiency"] = efficiency_of(d.study, d.best).to_json();
-        for (const auto& c : contributions) {
-          if (c.study == &d) s["certified"] = c.gain;
-        }
-        for (const auto& bd : merged.delivered) {
-          if (bd.study != d.best.space) continue;
-          s["bundle"] = Json{{"state", bd.state}, {"why", bd.why}, {"text", bundle_delivered_text(bd)},
-                             {"sizes", delivered_json(bd.sizes)}};
-        }
-      }
-      js.push_back(s);
-    }
-    jf["studies"] = js;
-    fams.push_back(jf);
-  }
-  summary["families"] = fams;
+  summary["families"] = families_json(*families, o, bundle);
   Json env = Json::array();
-  for (const auto& l : merged.env) {
+  for (const auto& l : o.merged.env) {
     env.push_back(Json{{"var", l.var}, {"value", l.value}, {"from", l.from}, {"why", l.why}, {"left_out", l.left_out}});
   }
   summary["env"] = env;
-  summary["notes"] = merged.notes;
+  summary["notes"] = o.merged.notes;
   if (Status w = write_file_atomically(bundle / "bringup.json", summary.dump(2) + "\n"); !w) return fail(w.error());
-  if (Status w = write_page((bundle / "report.html").string(), bringup_html(summary, data)); !w) return fail(w.error());
+  if (Status w = write_page((bundle / "report.html").string(), bringup_html(summary, o.data)); !w) return fail(w.error());
 
-  // The terminal table.
-  std::printf("\n%-6s %-15s %-7s %-38s %-30s %s\n", "family", "study", "trials", "certified (search)",
-              "delivered (own plan)", "delivered (bundle)");
-  std::vector<std::string> advice;  // studies whose params no library reads: shown apart from the gains
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
-    if (data_of_run[i] == SIZE_MAX) {
-      std::printf("%-6s %-15s %s: %s\n", r.plan.family.c_str(), r.plan.space.c_str(), r.state.c_str(), r.why.c_str());
-      continue;
-    }
-    const StudyData& d = data[data_of_run[i]];
-    std::string cert = "-", bund = "-";
-    for (const auto& c : contributions) {
-      if (c.study == &d) cert = c.gain;
-    }
-    const FamilyInfo* family = family_of_kernel(d.best.kernel);
-    if (family && !family->advice.empty()) {
-      // The size with the largest gain over the default (certified where it was), and its config.
-      const auto gain = [](const SizeBest& z) { return z.certified_ratio ? *z.certified_ratio : z.ratio.value_or(0); };
-      const SizeBest* top = nullptr;
-      for (const auto& z : d.best.sizes) {
-        if (gain(z) > 0 && (!top || gain(z) > gain(*top))) top = &z;
-      }
-      advice.push_back(fmt::format("  {}: {}", d.best.space, family->advice));
-      advice.push_back(top ? fmt::format("    best at {}: {}; {}", format_bytes(top->bytes), top->best_config.dump(), cert)
-                           : "    no config measured ok");
-      std::printf("%-6s %-15s %-7lld %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
-                  static_cast<long long>(d.best.trials), "a check of its path, not a gain a job loads: see advice below");
-      continue;
-    }
-    for (const auto& bd : merged.delivered) {
-      if (bd.study == d.best.space) bund = bundle_delivered_text(bd);
-    }
-    std::printf("%-6s %-15s %-7lld %-38s %-30s %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
-                static_cast<long long>(d.best.trials), cert.c_str(), own_delivered(d.best).c_str(), bund.c_str());
-  }
-  for (const auto& f : *families) {
-    if (!f.skipped.empty()) std::printf("%-6s skipped: %s\n", f.name.c_str(), f.skipped.c_str());
-  }
-  std::printf("\nagainst each link's ceiling (certified figures; %s):\n", verdict_thresholds_text().c_str());
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (data_of_run[i] == SIZE_MAX) continue;
-    const StudyData& d = data[data_of_run[i]];
-    const Efficiency e = efficiency_of(d.study, d.best);
-    std::printf("  %-15s %s\n", d.best.space.c_str(), e.short_text().c_str());
-    for (const auto& x : e.suggestions) std::printf("  %-15s   check: %s\n", "", x.c_str());
-  }
-  if (!advice.empty()) {
-    std::printf("\nadvice (no job loads these; for programs that do this work themselves):\n");
-    for (const auto& line : advice) std::printf("%s\n", line.c_str());
-  }
-  for (const auto& n : merged.notes) std::printf("note: %s\n", n.c_str());
-  std::printf("\nbundle: %s (%s)\n", bundle.string().c_str(), format_seconds(summary["seconds"].get<double>()).c_str());
-  std::printf("  job.sh COMMAND...   runs a job with it, e.g. %s/job.sh mpirun -np 8 ./app\n", bundle.string().c_str());
-  std::string files = "acceltune.env";
-  for (const auto& [family, f] : families_in_order()) {
-    if (!f->listed) continue;  // a family used only by tests
-    for (const auto& file : f->bundle_files) files += ", " + file.name + (file.script ? " (review, run as root)" : "");
-  }
-  std::printf("  %s, report.html\n", files.c_str());
-  std::printf("figures: certified = measured inside acceltune; delivered = a plain job of the family with the files "
-              "loaded, against its defaults\n");
+  print_summary(*families, o, bundle, summary["seconds"].get<double>());
   if (cancelled_by) {
     std::fprintf(stderr, "acceltune: bring-up cancelled by %s; the bundle holds the studies finished before (partial)\n",
                  signal_name(cancelled_by).c_str());

@@ -45,7 +45,8 @@ void print_links(const Json& f) {
   }
 }
 
-void print_human(const Json& f) {
+// The machine: host, CPU, memory, NUMA, OS.
+void print_machine(const Json& f) {
   row("host", text_of(get(f, "host")));
   row("fingerprint", text_of(get(f, "id")));
   row("acceltune", fmt::format("{} ({})", text_of(get(f, "acceltune")), text_of(get(f, "compiler"))));
@@ -89,7 +90,10 @@ void print_human(const Json& f) {
   section("OS");
   row("name", text_of(get(os, "name")));
   row("kernel", fmt::format("{} {}", text_of(get(os, "kernel")), text_of(get(os, "machine"))));
+}
 
+// The devices: NICs, RDMA and GPUs.
+void print_devices(const Json& f) {
   section("NICs");
   const Json nics = get(f, "nics");
   if (!nics.is_array() || nics.empty()) row("(none)", "");
@@ -133,6 +137,11 @@ void print_human(const Json& f) {
                                text_of(get(g, "power_w")), text_of(get(clk, "sm")), text_of(get(clk, "memory"))));
     }
   }
+}
+
+void print_human(const Json& f) {
+  print_machine(f);
+  print_devices(f);
 
   section("Affinity");
   const Json aff = get(f, "affinity");

@@ -70,40 +70,30 @@ struct SearchArgs {
 // The study folder once known: its outcome.json says how this search ended (bring-up reads it).
 fs::path outcome_dir;
 
-int cmd_search(const SearchArgs& a) {
-  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
-  if (!prep) return fail(prep.error());
-  Prepared& p = *prep;
-  const Json defaults = search_defaults(p.space);
-
-  fs::path out = a.out;
-  if (out.empty()) {
-    if (a.resume) {
-      auto newest = newest_study_dir(p.space.name());
-      if (!newest) {
-        return fail(input_error("no study of space '{}' under {}/ to resume; pass --out DIR", p.space.name(),
-                                kResultsRoot));
-      }
-      out = *newest;
-    } else {
-      out = fresh_study_dir(p.space.name());
-    }
+// The study folder: --out, else the newest study of the space (--resume) or a fresh one.
+Expected<fs::path> study_dir_of(const SearchArgs& a, const std::string& space_name) {
+  if (!a.out.empty()) return fs::path(a.out);
+  if (!a.resume) return fresh_study_dir(space_name);
+  auto newest = newest_study_dir(space_name);
+  if (!newest) {
+    return input_error("no study of space '{}' under {}/ to resume; pass --out DIR", space_name, kResultsRoot);
   }
-  outcome_dir = out;
-  auto store = open_store("dir", out.string());
-  if (!store) return fail(store.error());
+  return *newest;
+}
 
+// The study's options from the command line, the space's defaults and (resumed) the stored study.
+Expected<StudyOptions> options_of(const SearchArgs& a, const Prepared& p, ResultStore& store) {
+  const Json defaults = search_defaults(p.space);
   StudyOptions o;
   o.budget = a.budget > 0 ? a.budget : defaults.value("budget", int64_t{50});
   o.time_limit_seconds = a.time_limit > 0 ? a.time_limit : defaults.value("time_limit_seconds", 0.0);
   o.seed = a.seed;
   o.strategy = a.strategy;
-  if (a.resume && (*store)->has_study()) {
+  if (a.resume && store.has_study()) {
     // A resumed study keeps its strategy and seed unless they are given (and then must match).
-    auto stored = (*store)->read_study();
-    if (!stored) return fail(stored.error());
-    if (o.strategy.empty()) o.strategy = stored->value("strategy", "");
-    if (!a.seed_given) o.seed = stored->value("seed", uint64_t{1});
+    ACCELTUNE_TRY_ASSIGN(Json stored, store.read_study());
+    if (o.strategy.empty()) o.strategy = stored.value("strategy", "");
+    if (!a.seed_given) o.seed = stored.value("seed", uint64_t{1});
   }
   if (o.strategy.empty()) {
     o.strategy = defaults.value("strategy", "");
@@ -114,24 +104,29 @@ int cmd_search(const SearchArgs& a) {
   o.resume = a.resume;
   o.measure.target_rel_halfwidth = a.target;
   o.measure.max_seconds = a.max_seconds;
-  auto iso = isolation_from_string(a.isolation);
-  if (!iso) return fail(iso.error());
-  o.isolation = *iso;
+  ACCELTUNE_TRY_ASSIGN(o.isolation, isolation_from_string(a.isolation));
   o.worker_command = worker_command();
   o.trial_timeout_seconds = a.trial_timeout;
   o.certify.top = a.certify_top;
   o.certify.rounds = a.certify_rounds;
-  auto level = parse_log_level(a.log_level);
-  if (!level) return fail(level.error());
-  const bool tty = stderr_is_terminal();
-  o.on_event = [&, lv = *level](const Json& e) {
+  o.telemetry.enabled = !a.no_telemetry;
+  o.telemetry.thermal_limit_c = a.thermal_limit;
+  o.telemetry.thermal_wait_max_seconds = a.thermal_wait;
+  return o;
+}
+
+// What the study says while it runs: events at the log level, progress lines on a terminal.
+Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bool tty) {
+  ACCELTUNE_TRY_ASSIGN(const LogLevel level, parse_log_level(a.log_level));
+  const std::string unit = p.kernel->unit();
+  o.on_event = [unit, tty, lv = level](const Json& e) {
     const std::string ev = e.value("event", "");
     std::string line;
     if (ev == "trial_failure" && lv >= LogLevel::warn) {
       line = fmt::format("trial {} {}: {}", e.value("number", 0), e.value("state", ""), e.value("error", ""));
     } else if (ev == "trial_finish" && lv >= LogLevel::info) {
       line = fmt::format("trial {} ok: {} {} in {:.2f} s", e.value("number", 0),
-                         e["value"].is_number() ? format_value(e["value"].get<double>()) : "-", p.kernel->unit(),
+                         e["value"].is_number() ? format_value(e["value"].get<double>()) : "-", unit,
                          e.value("cost_seconds", 0.0));
     } else if (ev == "certify" && lv >= LogLevel::info) {
       line = fmt::format("certified {}: {}", format_bytes(e.value("bytes", uint64_t{0})),
@@ -149,40 +144,49 @@ int cmd_search(const SearchArgs& a) {
       std::fprintf(stderr, "\r\033[Kcertifying gains against the default: %d/%d measurements", done, total);
       std::fflush(stderr);
     };
-  }
-  if (tty) {
-    o.on_progress = [&](const Progress& pr) {
-      const std::string best =
-          pr.best_value ? fmt::format("{} {}", format_value(*pr.best_value), p.kernel->unit()) : "-";
+    o.on_progress = [unit](const Progress& pr) {
+      const std::string best = pr.best_value ? fmt::format("{} {}", format_value(*pr.best_value), unit) : "-";
       std::fprintf(stderr, "\r\033[Ktrial %lld/%lld  best %s  elapsed %s  ETA %s", static_cast<long long>(pr.done),
                    static_cast<long long>(pr.planned), best.c_str(), format_seconds(pr.elapsed_seconds).c_str(),
                    format_seconds(pr.eta_seconds).c_str());
       std::fflush(stderr);
     };
   }
-  o.on_warning = [&](const std::string& w) {
+  o.on_warning = [tty](const std::string& w) {
     std::fprintf(stderr, "%sacceltune: warning: %s\n", tty ? "\r\033[K" : "", w.c_str());
   };
-  o.telemetry.enabled = !a.no_telemetry;
-  o.telemetry.thermal_limit_c = a.thermal_limit;
-  o.telemetry.thermal_wait_max_seconds = a.thermal_wait;
   o.telemetry.on_note = [tty](const std::string& line) {
     std::fprintf(stderr, "%sacceltune: %s\n", tty ? "\r\033[K" : "", line.c_str());
   };
-
   if (tty) {
+    std::string sizes;
+    for (uint64_t b : p.workload.sizes) sizes += (sizes.empty() ? "" : ",") + format_bytes(b);
     std::fprintf(stderr, "acceltune: space %s (%llu valid configs), kernel %s, strategy %s, budget %lld%s, sizes %s\n",
                  p.space.name().c_str(), static_cast<unsigned long long>(p.space.count_valid()),
                  p.space.kernel().c_str(), o.strategy.c_str(), static_cast<long long>(o.budget),
                  o.time_limit_seconds > 0 ? fmt::format(", time limit {}", format_seconds(o.time_limit_seconds)).c_str()
                                           : "",
-                 [&] {
-                   std::string s;
-                   for (uint64_t b : p.workload.sizes) s += (s.empty() ? "" : ",") + format_bytes(b);
-                   return s;
-                 }()
-                     .c_str());
+                 sizes.c_str());
   }
+  return {};
+}
+
+int cmd_search(const SearchArgs& a) {
+  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
+  if (!prep) return fail(prep.error());
+  Prepared& p = *prep;
+  auto dir = study_dir_of(a, p.space.name());
+  if (!dir) return fail(dir.error());
+  const fs::path out = *dir;
+  outcome_dir = out;
+  auto store = open_store("dir", out.string());
+  if (!store) return fail(store.error());
+  auto options = options_of(a, p, **store);
+  if (!options) return fail(options.error());
+  StudyOptions& o = *options;
+  const bool tty = stderr_is_terminal();
+  if (Status st = add_reporting(o, a, p, tty); !st) return fail(st.error());
+
   // Ctrl-C or SIGTERM stops the study between samples and keeps its finished trials; whatever
   // the trials started (workers, mpirun, ranks) ends with this process, even on SIGKILL.
   install_cancel_handlers();

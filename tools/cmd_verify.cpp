@@ -14,10 +14,6 @@ namespace acceltune::cli {
 
 namespace {
 
-std::string interval_text(double ratio, double low, double high) {
-  return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
-}
-
 // One delivered measurement, certified and delivered side by side.
 void print_delivered(const BestTable& b) {
   if (b.delivery.state != "measured") {
@@ -29,9 +25,9 @@ void print_delivered(const BestTable& b) {
   std::printf("%-8s %-24s %-24s %s\n", "size", "certified [95%]", "delivered [95%]", "");
   for (const auto& z : b.sizes) {
     const std::string cert = z.certified && z.certified_ratio
-                                 ? interval_text(*z.certified_ratio, z.ci_low.value_or(0), z.ci_high.value_or(INFINITY))
+                                 ? gain_interval_text(*z.certified_ratio, z.ci_low.value_or(0), z.ci_high.value_or(INFINITY))
                                  : "not certified";
-    const std::string del = z.delivered ? interval_text(z.delivered->ratio, z.delivered->ci_low, z.delivered->ci_high)
+    const std::string del = z.delivered ? gain_interval_text(z.delivered->ratio, z.delivered->ci_low, z.delivered->ci_high)
                                         : "no measurement";
     const char* verdict = !z.delivered ? "" : z.delivered->slower ? "SLOWER than the defaults"
                                           : z.delivered->faster ? "faster" : "no significant difference";

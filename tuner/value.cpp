@@ -137,4 +137,14 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{}{}", b, units[u]);
 }
 
+std::string gain_interval_text(double ratio, double low, double high) {
+  return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
 }  // namespace acceltune

@@ -33,5 +33,9 @@ Expected<uint64_t> parse_bytes(std::string_view text);
 Expected<std::vector<uint64_t>> parse_sizes(std::string_view text);
 // 65536 -> "64K", 1536 -> "1536"; the shortest exact form. 0 prints as "-" (size-less kernels).
 std::string format_bytes(uint64_t bytes);
+// A gain and its interval, "2.47x [2.20, 2.77]"; an infinite upper bound prints as "inf".
+std::string gain_interval_text(double ratio, double low, double high);
+// The parts with `sep` between them.
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
 
 }  // namespace acceltune

@@ -183,6 +183,53 @@ Status write_cvar(const std::string& name, const std::string& text) {
   return {};
 }
 
+// One call of the collective: the whole message, or one rank's block per call of the split ones.
+void call_collective(const CollectiveRow& coll, std::vector<float>& send, std::vector<float>& recv,
+                     std::vector<int>& counts, int count, MPI_Comm comm) {
+  switch (coll.op) {
+    case CollectiveOp::allreduce: MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm); break;
+    case CollectiveOp::allgather:
+      MPI_Allgather(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
+      break;
+    case CollectiveOp::reduce_scatter:
+      MPI_Reduce_scatter(send.data(), recv.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm);
+      break;
+    case CollectiveOp::broadcast: MPI_Bcast(recv.data(), count, MPI_FLOAT, 0, comm); break;
+    case CollectiveOp::alltoall:
+      MPI_Alltoall(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
+      break;
+    default: break;  // a row without an MPI name never reaches here
+  }
+}
+
+// Rank 0's measurement in bus bandwidth. measure_timed decided when to stop from rank 0's clock;
+// the samples it reports are rebuilt from the slowest rank's times of the same repetitions (the
+// warm-up runs come first).
+void finish_busbw(Measurement& m, const std::vector<double>& times, const CollectiveRow& coll, int n, uint64_t bytes,
+                  uint64_t moved) {
+  const size_t rps = static_cast<size_t>(std::max<int64_t>(1, m.runs_per_sample));
+  const size_t samples = m.samples_seconds.size();
+  if (times.size() >= samples * rps) {
+    const size_t warm = times.size() - samples * rps;
+    for (size_t s = 0; s < samples; ++s) {
+      double sum = 0;
+      for (size_t r = 0; r < rps; ++r) sum += times[warm + s * rps + r];
+      m.samples_seconds[s] = sum / static_cast<double>(rps);
+    }
+  }
+  m.bytes = moved;
+  finish_bandwidth(m);
+  const double factor = busbw_factor(coll, n);
+  const double algbw = m.value;
+  m.value *= factor;
+  m.value_p10 *= factor;
+  m.value_p90 *= factor;
+  m.bytes = bytes;
+  m.details = Json{{"objective", "busbw"},   {"algbw_gbps", algbw}, {"busbw_gbps", m.value},
+                   {"busbw_factor", factor}, {"ranks", n},          {"bytes_moved", moved},
+                   {"timing", "slowest rank per repetition"}};
+}
+
 }  // namespace
 
 std::optional<bool> cvar_is_set(const std::string& name) {
@@ -325,28 +372,12 @@ Measurement Engine::measure_size(const CollectiveRow& coll, uint64_t bytes, cons
     for (;;) ::pause();
   }
 
-  auto call = [&] {
-    switch (coll.op) {
-      case CollectiveOp::allreduce: MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm); break;
-      case CollectiveOp::allgather:
-        MPI_Allgather(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
-        break;
-      case CollectiveOp::reduce_scatter:
-        MPI_Reduce_scatter(send.data(), recv.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm);
-        break;
-      case CollectiveOp::broadcast: MPI_Bcast(recv.data(), count, MPI_FLOAT, 0, comm); break;
-      case CollectiveOp::alltoall:
-        MPI_Alltoall(send.data(), count, MPI_FLOAT, recv.data(), count, MPI_FLOAT, comm);
-        break;
-      default: break;  // a row without an MPI name never reaches here
-    }
-  };
   std::vector<double> times;
   times.reserve(4096);
   auto repetition = [&] {
     MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
-    call();
+    call_collective(coll, send, recv, counts, count, comm);
     times.push_back(MPI_Wtime() - t0);
   };
   Measurement m;
@@ -386,29 +417,7 @@ Measurement Engine::measure_size(const CollectiveRow& coll, uint64_t bytes, cons
     return agreed;
   }
 
-  // measure_timed decided when to stop from rank 0's clock; the samples it reports are rebuilt
-  // from the slowest rank's times of the same repetitions (the warm-up runs come first).
-  const size_t rps = static_cast<size_t>(std::max<int64_t>(1, m.runs_per_sample));
-  const size_t samples = m.samples_seconds.size();
-  if (times.size() >= samples * rps) {
-    const size_t warm = times.size() - samples * rps;
-    for (size_t s = 0; s < samples; ++s) {
-      double sum = 0;
-      for (size_t r = 0; r < rps; ++r) sum += times[warm + s * rps + r];
-      m.samples_seconds[s] = sum / static_cast<double>(rps);
-    }
-  }
-  m.bytes = moved;
-  finish_bandwidth(m);
-  const double factor = busbw_factor(coll, n);
-  const double algbw = m.value;
-  m.value *= factor;
-  m.value_p10 *= factor;
-  m.value_p90 *= factor;
-  m.bytes = bytes;
-  m.details = Json{{"objective", "busbw"},   {"algbw_gbps", algbw}, {"busbw_gbps", m.value},
-                   {"busbw_factor", factor}, {"ranks", n},          {"bytes_moved", moved},
-                   {"timing", "slowest rank per repetition"}};
+  finish_busbw(m, times, coll, n, bytes, moved);
   if (st != State::ok) {
     m.state = st;
     m.error = text;

@@ -143,108 +143,144 @@ Json ok(Json j = Json::object()) {
 }
 Json not_ok(const std::string& e) { return Json{{"ok", false}, {"error", e}}; }
 
+// The MTU a setup asks for, set when serve was started with its link and allows the value;
+// otherwise why not ("" when set or not asked).
+std::string set_mtu_if_asked(const Json& msg, const Json& serve_options) {
+  if (!msg.contains("mtu") || !msg["mtu"].is_number_integer()) return "";
+  const std::string link = serve_options.value("link", "");
+  const int mtu = msg["mtu"].get<int>();
+  if (link.empty()) return fmt::format("the server was started without --link, so it cannot set MTU {}", mtu);
+  // Only the values serve was started with.
+  const Json allowed = serve_options.value("mtus", Json::array());
+  bool listed = false;
+  std::string names;
+  for (const auto& a : allowed) {
+    listed = listed || a == Json(mtu);
+    names += (names.empty() ? "" : ", ") + a.dump();
+  }
+  if (!listed) {
+    return fmt::format("refusing MTU {} on {}: this serve allows {} (its --mtu)", mtu, link,
+                       names.empty() ? "no change" : names);
+  }
+  Status st = set_link_mtu("", link, mtu);
+  return st ? "" : fmt::format("server: {}", st.error().message);
+}
+
+// The setup's data connections, each placed by the index it sends first; why not ("" when all came).
+std::string accept_streams(int lfd, int streams, std::vector<int>& fds) {
+  fds.assign(static_cast<size_t>(streams), -1);
+  for (int i = 0; i < streams; ++i) {
+    auto fd = accept_tcp(lfd, kIoTimeout);
+    if (!fd) return fd.error().message;
+    set_timeouts(*fd, kIoTimeout, kIoTimeout);
+    uint32_t index = 0;
+    Status st = recv_all(*fd, &index, sizeof index, kIoTimeout, "stream index");
+    if (!st || index >= static_cast<uint32_t>(streams) || fds[index] >= 0) {
+      ::close(*fd);
+      return st ? "a data connection sent a bad stream index" : st.error().message;
+    }
+    const int one = 1;
+    ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // the 1-byte acknowledgements
+    set_timeouts(*fd, kIoTimeout, 0.5);
+    fds[index] = *fd;
+  }
+  return "";
+}
+
+bool handle_setup(int ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
+  rs.close();
+  {
+    std::lock_guard<std::mutex> l(rs.mu);
+    rs.error.clear();
+  }
+  const int streams = msg.value("streams", 1);
+  const int64_t rcvbuf = msg.value("rcvbuf", int64_t{0});
+  const std::string cc = msg.value("congestion", "");
+  rs.read_size = static_cast<size_t>(std::max<int64_t>(1, msg.value("write_size", int64_t{128 << 10})));
+  rs.align = static_cast<size_t>(msg.value("align", int64_t{0}));
+  if (const std::string why = set_mtu_if_asked(msg, serve_options); !why.empty()) {
+    (void)send_json_line(ctrl, not_ok(why));
+    return true;
+  }
+  int port = 0;
+  const auto have = available_congestion();
+  auto lfd = listen_tcp(local_address(ctrl), 0, &port, [&](int fd) -> Status {
+    ACCELTUNE_TRY(set_buffer(fd, false, rcvbuf));
+    // Only the sender's congestion control shapes the stream; the receiver's is set when
+    // this host has it, for symmetry.
+    if (std::find(have.begin(), have.end(), cc) != have.end()) (void)set_congestion(fd, cc);
+    return {};
+  });
+  if (!lfd) {
+    (void)send_json_line(ctrl, not_ok(lfd.error().message));
+    return true;
+  }
+  if (!send_json_line(ctrl, ok(Json{{"port", port}}))) {
+    ::close(*lfd);
+    return false;
+  }
+  std::vector<int> fds;
+  const std::string err = accept_streams(*lfd, streams, fds);
+  ::close(*lfd);
+  if (!err.empty()) {
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+    (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", err)));
+    return true;
+  }
+  for (int fd : fds) {
+    auto s = std::make_unique<ReceiverSession::Stream>();
+    s->fd = fd;
+    rs.streams.push_back(std::move(s));
+  }
+  for (auto& s : rs.streams) {
+    ReceiverSession::Stream* sp = s.get();
+    sp->thread = std::thread([&rs, sp] { rs.receive(*sp); });
+  }
+  const int fd0 = rs.streams.front()->fd;
+  return send_json_line(ctrl, ok(Json{{"rcvbuf_bytes", get_int_opt(fd0, SOL_SOCKET, SO_RCVBUF)},
+                                      {"congestion", get_congestion(fd0)}}))
+      .ok();
+}
+
+bool handle_validate(int ctrl, ReceiverSession& rs) {
+  int active = 0;
+  for (auto& s : rs.streams) {
+    s->mismatches = 0;
+    s->first_mismatch = UINT64_MAX;
+    active += s->share > 0 ? 1 : 0;
+  }
+  {
+    std::lock_guard<std::mutex> l(rs.mu);
+    rs.validated = 0;
+  }
+  rs.armed = true;
+  if (!send_json_line(ctrl, ok())) return false;
+  std::unique_lock<std::mutex> l(rs.mu);
+  const bool done = rs.cv.wait_for(l, std::chrono::duration<double>(kControlTimeout - 1.0),
+                                   [&] { return rs.validated >= active || !rs.error.empty(); });
+  rs.armed = false;
+  if (!rs.error.empty()) return send_json_line(ctrl, not_ok("server: " + rs.error)).ok();
+  if (!done) return send_json_line(ctrl, not_ok("server: the validation run did not complete")).ok();
+  uint64_t mismatches = 0, first = UINT64_MAX, received = 0;
+  for (auto& s : rs.streams) {
+    mismatches += s->mismatches;
+    first = std::min(first, s->first_mismatch);
+    received += s->received.exchange(0);  // each measurement ends with its validation run
+  }
+  Json r = ok(Json{{"mismatches", mismatches}, {"received_bytes", received}});
+  // After the runs, so autotuning shows what it grew the buffer to.
+  if (!rs.streams.empty()) r["rcvbuf_bytes"] = get_int_opt(rs.streams.front()->fd, SOL_SOCKET, SO_RCVBUF);
+  if (mismatches) r["first_mismatch"] = first;
+  return send_json_line(ctrl, r).ok();
+}
+
 // Handles one op of a control connection; false ends the connection.
 bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
   const std::string op = msg.value("op", "");
   if (op == "bye") return false;
-  if (op == "setup") {
-    rs.close();
-    {
-      std::lock_guard<std::mutex> l(rs.mu);
-      rs.error.clear();
-    }
-    const int streams = msg.value("streams", 1);
-    const int64_t rcvbuf = msg.value("rcvbuf", int64_t{0});
-    const std::string cc = msg.value("congestion", "");
-    rs.read_size = static_cast<size_t>(std::max<int64_t>(1, msg.value("write_size", int64_t{128 << 10})));
-    rs.align = static_cast<size_t>(msg.value("align", int64_t{0}));
-    if (msg.contains("mtu") && msg["mtu"].is_number_integer()) {
-      const std::string link = serve_options.value("link", "");
-      const int mtu = msg["mtu"].get<int>();
-      if (link.empty()) {
-        (void)send_json_line(ctrl, not_ok(fmt::format("the server was started without --link, so it cannot set MTU {}",
-                                                      mtu)));
-        return true;
-      }
-      // Only the values serve was started with.
-      const Json allowed = serve_options.value("mtus", Json::array());
-      bool listed = false;
-      std::string names;
-      for (const auto& a : allowed) {
-        listed = listed || a == Json(mtu);
-        names += (names.empty() ? "" : ", ") + a.dump();
-      }
-      if (!listed) {
-        (void)send_json_line(ctrl, not_ok(fmt::format("refusing MTU {} on {}: this serve allows {} (its --mtu)", mtu, link,
-                                                      names.empty() ? "no change" : names)));
-        return true;
-      }
-      Status st = set_link_mtu("", link, mtu);
-      if (!st) {
-        (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", st.error().message)));
-        return true;
-      }
-    }
-    int port = 0;
-    const auto have = available_congestion();
-    auto lfd = listen_tcp(local_address(ctrl), 0, &port, [&](int fd) -> Status {
-      ACCELTUNE_TRY(set_buffer(fd, false, rcvbuf));
-      // Only the sender's congestion control shapes the stream; the receiver's is set when
-      // this host has it, for symmetry.
-      if (std::find(have.begin(), have.end(), cc) != have.end()) (void)set_congestion(fd, cc);
-      return {};
-    });
-    if (!lfd) {
-      (void)send_json_line(ctrl, not_ok(lfd.error().message));
-      return true;
-    }
-    if (!send_json_line(ctrl, ok(Json{{"port", port}}))) {
-      ::close(*lfd);
-      return false;
-    }
-    std::vector<int> fds(static_cast<size_t>(streams), -1);
-    std::string err;
-    for (int i = 0; i < streams && err.empty(); ++i) {
-      auto fd = accept_tcp(*lfd, kIoTimeout);
-      if (!fd) {
-        err = fd.error().message;
-        break;
-      }
-      set_timeouts(*fd, kIoTimeout, kIoTimeout);
-      uint32_t index = 0;
-      Status st = recv_all(*fd, &index, sizeof index, kIoTimeout, "stream index");
-      if (!st || index >= static_cast<uint32_t>(streams) || fds[index] >= 0) {
-        ::close(*fd);
-        err = st ? "a data connection sent a bad stream index" : st.error().message;
-        break;
-      }
-      const int one = 1;
-      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // the 1-byte acknowledgements
-      set_timeouts(*fd, kIoTimeout, 0.5);
-      fds[index] = *fd;
-    }
-    ::close(*lfd);
-    if (!err.empty()) {
-      for (int fd : fds) {
-        if (fd >= 0) ::close(fd);
-      }
-      (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", err)));
-      return true;
-    }
-    for (int fd : fds) {
-      auto s = std::make_unique<ReceiverSession::Stream>();
-      s->fd = fd;
-      rs.streams.push_back(std::move(s));
-    }
-    for (auto& s : rs.streams) {
-      ReceiverSession::Stream* sp = s.get();
-      sp->thread = std::thread([&rs, sp] { rs.receive(*sp); });
-    }
-    const int fd0 = rs.streams.front()->fd;
-    return send_json_line(ctrl, ok(Json{{"rcvbuf_bytes", get_int_opt(fd0, SOL_SOCKET, SO_RCVBUF)},
-                                        {"congestion", get_congestion(fd0)}}))
-        .ok();
-  }
+  if (op == "setup") return handle_setup(ctrl, msg, serve_options, rs);
   if (op == "size") {
     const auto shares = msg.value("shares", std::vector<uint64_t>{});
     const auto offsets = msg.value("offsets", std::vector<uint64_t>{});
@@ -258,37 +294,7 @@ bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSes
     }
     return send_json_line(ctrl, ok()).ok();
   }
-  if (op == "validate") {
-    int active = 0;
-    for (auto& s : rs.streams) {
-      s->mismatches = 0;
-      s->first_mismatch = UINT64_MAX;
-      active += s->share > 0 ? 1 : 0;
-    }
-    {
-      std::lock_guard<std::mutex> l(rs.mu);
-      rs.validated = 0;
-    }
-    rs.armed = true;
-    if (!send_json_line(ctrl, ok())) return false;
-    std::unique_lock<std::mutex> l(rs.mu);
-    const bool done = rs.cv.wait_for(l, std::chrono::duration<double>(kControlTimeout - 1.0),
-                                     [&] { return rs.validated >= active || !rs.error.empty(); });
-    rs.armed = false;
-    if (!rs.error.empty()) return send_json_line(ctrl, not_ok("server: " + rs.error)).ok();
-    if (!done) return send_json_line(ctrl, not_ok("server: the validation run did not complete")).ok();
-    uint64_t mismatches = 0, first = UINT64_MAX, received = 0;
-    for (auto& s : rs.streams) {
-      mismatches += s->mismatches;
-      first = std::min(first, s->first_mismatch);
-      received += s->received.exchange(0);  // each measurement ends with its validation run
-    }
-    Json r = ok(Json{{"mismatches", mismatches}, {"received_bytes", received}});
-    // After the runs, so autotuning shows what it grew the buffer to.
-    if (!rs.streams.empty()) r["rcvbuf_bytes"] = get_int_opt(rs.streams.front()->fd, SOL_SOCKET, SO_RCVBUF);
-    if (mismatches) r["first_mismatch"] = first;
-    return send_json_line(ctrl, r).ok();
-  }
+  if (op == "validate") return handle_validate(ctrl, rs);
   return send_json_line(ctrl, not_ok(fmt::format("unknown op '{}'", op))).ok();
 }
 

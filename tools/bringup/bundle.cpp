@@ -1,14 +1,12 @@
-// The bring-up bundle: one environment merged from every study's plan, conflicts settled by
-// measurement, and the merged environment measured through every study's plain client.
+// The bring-up bundle's files: each study's contribution (its plan's variables and files), the
+// merged environment written as acceltune.env, its subsets, the per-size files and job.sh. The
+// merge itself, measured through the studies' clients, is tools/bringup/merge.cpp.
 #include "tools/bringup/bundle.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <set>
 
-#include "tuner/cancel.hpp"
-#include "tuner/delivery.hpp"
 #include "tuner/plan.hpp"
 #include "tuner/regular_file.hpp"
 
@@ -16,10 +14,6 @@ namespace acceltune::bringup {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string interval(double r, double lo, double hi) {
-  return fmt::format("{:.2f}x [{:.2f}, {}]", r, lo, std::isfinite(hi) ? fmt::format("{:.2f}", hi) : "inf");
-}
 
 // The certified gain a study brings, at its best significant size.
 std::string certified_gain(const BestTable& b) {
@@ -29,7 +23,7 @@ std::string certified_gain(const BestTable& b) {
     if (!top || *s.certified_ratio > *top->certified_ratio) top = &s;
   }
   if (!top) return b.certified ? "no significant certified gain" : "not certified";
-  return fmt::format("certified {} at {}", interval(*top->certified_ratio, top->ci_low.value_or(0),
+  return fmt::format("certified {} at {}", gain_interval_text(*top->certified_ratio, top->ci_low.value_or(0),
                                                     top->ci_high.value_or(INFINITY)),
                      format_bytes(top->bytes));
 }
@@ -71,33 +65,10 @@ std::string empty_file_text(const BundleFile& file, const std::string& header, c
   return header + "# " + why + "\n";
 }
 
-void set_var(EnvVars& env, const std::string& var, const std::string& value) {
-  for (auto& kv : env) {
-    if (kv.first == var) {
-      kv.second = value;
-      return;
-    }
-  }
-  env.emplace_back(var, value);
-}
-
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
-// The merged bundle's figures for a study, one line: its best size, or why none.
-std::string delivered_line(const BundleDelivery& d) {
-  if (d.state != "measured") return "in the bundle: not verified (" + d.why + ")";
-  const std::string text = best_delivered_text(d.sizes);
-  return "in the bundle: " + (text.empty() ? std::string("no size measured") : "delivered " + text);
 }
 
 }  // namespace
@@ -110,7 +81,7 @@ std::string best_delivered_text(const std::map<uint64_t, Delivered>& sizes) {
     if (kv.second.slower) slower += (slower.empty() ? "" : ", ") + format_bytes(kv.first);
   }
   if (!top) return "";
-  return fmt::format("{} at {}{}", interval(top->second.ratio, top->second.ci_low, top->second.ci_high),
+  return fmt::format("{} at {}{}", gain_interval_text(top->second.ratio, top->second.ci_low, top->second.ci_high),
                      format_bytes(top->first), slower.empty() ? "" : "; slower at " + slower);
 }
 
@@ -152,297 +123,6 @@ std::string single_node_only(const std::string& var, const std::string& value) {
     if (!why.empty()) return why;
   }
   return "";
-}
-
-std::map<std::string, std::vector<Wish>> conflicts(const std::vector<Contribution>& contributions) {
-  std::map<std::string, std::vector<Wish>> wishes;
-  for (const auto& c : contributions) {
-    for (const auto& [var, value] : c.vars) {
-      if (!single_node_only(var, value).empty()) continue;
-      wishes[var].push_back(Wish{c.study->best.space, value});
-    }
-  }
-  std::map<std::string, std::vector<Wish>> out;
-  for (auto& [var, w] : wishes) {
-    std::set<std::string> values;
-    for (const auto& x : w) values.insert(x.value);
-    if (values.size() > 1) out[var] = w;
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, EnvVars>> conflict_variants(const std::vector<Contribution>& contributions,
-                                                               const std::map<std::string, std::vector<Wish>>& conflicting) {
-  std::vector<std::pair<std::string, EnvVars>> out;
-  for (const auto& c : contributions) {
-    EnvVars v;
-    for (const auto& [var, value] : c.vars) {
-      if (conflicting.count(var)) v.emplace_back(var, value);
-    }
-    if (!v.empty()) out.emplace_back(c.study->best.space + "'s values", v);
-  }
-  out.emplace_back("the library's own values", EnvVars{});
-  return out;
-}
-
-Score score_of(const std::map<uint64_t, Delivered>& delivered) {
-  Score s;
-  double log_sum = 0;
-  int n = 0;
-  for (const auto& [bytes, d] : delivered) {
-    if (!(d.ratio > 0)) continue;
-    log_sum += std::log(d.ratio);
-    ++n;
-    s.slower = s.slower || d.slower;
-  }
-  s.geomean = n ? std::exp(log_sum / n) : 1;
-  return s;
-}
-
-size_t choose_variant(const std::vector<std::vector<Score>>& scores_per_variant) {
-  if (scores_per_variant.empty()) return 0;
-  std::optional<size_t> best;
-  double best_g = 0;
-  for (size_t v = 0; v < scores_per_variant.size(); ++v) {
-    bool slower = false;
-    double log_sum = 0;
-    for (const auto& s : scores_per_variant[v]) {
-      slower = slower || s.slower;
-      log_sum += std::log(s.geomean);
-    }
-    if (slower) continue;
-    const double g = scores_per_variant[v].empty() ? 1 : std::exp(log_sum / static_cast<double>(scores_per_variant[v].size()));
-    if (!best || g > best_g) {
-      best = v;
-      best_g = g;
-    }
-  }
-  return best.value_or(scores_per_variant.size() - 1);
-}
-
-Bundle merge_and_verify(const std::vector<Contribution>& contributions, const MergeOptions& options) {
-  Bundle out;
-  const auto conflicting = conflicts(contributions);
-  // The lines every variant shares, in the order the studies want them.
-  EnvVars base;
-  for (const auto& c : contributions) {
-    for (const auto& [var, value] : c.vars) {
-      auto line = std::find_if(out.env.begin(), out.env.end(), [&](const EnvLine& l) { return l.var == var; });
-      if (line != out.env.end()) {
-        if (line->value == value) line->from.push_back(c.study->best.space);
-        continue;
-      }
-      EnvLine l;
-      l.var = var;
-      l.value = value;
-      l.from = {c.study->best.space};
-      l.is_file = std::any_of(c.files.begin(), c.files.end(), [&](const auto& f) {
-        return fs::path(value).filename() == f.first;
-      });
-      const std::string why = single_node_only(var, value);
-      if (!why.empty()) {
-        l.left_out = true;
-        l.why = why;
-        out.notes.push_back(fmt::format("{} (from {}) is written commented out: {}", var, c.study->best.space, why));
-      }
-      out.env.push_back(l);
-      if (!l.left_out && !conflicting.count(var)) base.emplace_back(var, value);
-    }
-    for (const auto& [var, value] : c.pinned) {
-      out.notes.push_back(fmt::format("{}={} is {}'s measurement context, not exported: its other values were tuned "
-                                      "under it",
-                                      var, value, c.study->best.space));
-    }
-  }
-
-  const DeliveryRegistry& clients = DeliveryRegistry::instance();
-  // Opens a study's client and measures the given environments against its defaults.
-  auto measure = [&](const Contribution& c, const std::vector<std::pair<std::string, EnvVars>>& envs,
-                     BundleDelivery& why) -> std::optional<std::vector<std::map<uint64_t, Delivered>>> {
-    const BestTable& b = c.study->best;
-    const DeliveryClient* client = clients.find(b.kernel);
-    if (!client) {
-      why.why = fmt::format("kernel {} has no plain client", b.kernel);
-      return std::nullopt;
-    }
-    auto session = client->open(c.study->study);
-    if (!session) {
-      why.why = session.error().message;
-      return std::nullopt;
-    }
-    BestTable bt = b;
-    bt.study = c.study->study;
-    const DeliveryArm defaults = defaults_arm(bt);
-    std::vector<DeliveryArm> arms;
-    for (const auto& [name, env] : envs) {
-      EnvVars e = env;
-      for (const auto& [var, value] : c.pinned) set_var(e, var, value);
-      arms.push_back(DeliveryArm{name, e, b.plan.job});
-    }
-    std::vector<uint64_t> sizes;
-    for (const auto& s : b.sizes) sizes.push_back(s.bytes);
-    VerifyOptions vo;
-    vo.rounds = std::max(2, options.rounds);
-    if (options.progress) {
-      vo.progress = [&](int done, int total) {
-        options.progress(fmt::format("measuring the bundle through {}'s client: run {}/{}", b.space, done, total));
-      };
-    }
-    auto m = compare_arms(**session, defaults, arms, sizes, vo);
-    if (!m) {
-      why.why = m.error().message;
-      return std::nullopt;
-    }
-    if (cancel_requested()) {
-      why.why = "cancelled";
-      return std::nullopt;
-    }
-    return *m;
-  };
-
-  std::map<const Contribution*, BundleDelivery> delivered;
-  EnvVars chosen_conflict_values;
-  if (!conflicting.empty()) {
-    const auto variants = conflict_variants(contributions, conflicting);
-    std::vector<std::pair<std::string, EnvVars>> envs;
-    for (const auto& [name, vars] : variants) {
-      EnvVars e = base;
-      for (const auto& [var, value] : vars) set_var(e, var, value);
-      envs.emplace_back(name, e);
-    }
-    std::vector<std::vector<Score>> scores(variants.size());
-    std::vector<std::string> readers;
-    std::map<const Contribution*, std::vector<std::map<uint64_t, Delivered>>> per_reader;
-    for (const auto& c : contributions) {
-      bool r = false;
-      for (const auto& [var, w] : conflicting) r = r || reads(c, var);
-      if (!r || cancel_requested()) continue;
-      BundleDelivery d;
-      d.study = c.study->best.space;
-      auto m = measure(c, envs, d);
-      if (!m) {
-        delivered[&c] = d;
-        continue;
-      }
-      readers.push_back(d.study);
-      per_reader[&c] = *m;
-      for (size_t v = 0; v < variants.size(); ++v) scores[v].push_back(score_of((*m)[v]));
-    }
-    const size_t pick = choose_variant(scores);
-    chosen_conflict_values = variants[pick].second;
-    for (auto& [c, m] : per_reader) {
-      BundleDelivery d;
-      d.study = c->study->best.space;
-      d.state = "measured";
-      d.sizes = m[pick];
-      delivered[c] = d;
-    }
-    for (const auto& [var, w] : conflicting) {
-      std::vector<std::string> wanted;
-      for (const auto& x : w) wanted.push_back(fmt::format("{} wanted {}", x.study, x.value));
-      std::vector<std::string> figures;
-      for (size_t v = 0; v < variants.size(); ++v) {
-        double log_sum = 0;
-        bool slower = false;
-        for (const auto& s : scores[v]) {
-          log_sum += std::log(s.geomean);
-          slower = slower || s.slower;
-        }
-        figures.push_back(fmt::format("{} {:.2f}x{}", variants[v].first,
-                                      scores[v].empty() ? 1.0 : std::exp(log_sum / static_cast<double>(scores[v].size())),
-                                      slower ? " (slower somewhere)" : ""));
-      }
-      const auto kept = std::find_if(chosen_conflict_values.begin(), chosen_conflict_values.end(),
-                                     [&](const auto& kv) { return kv.first == var; });
-      out.notes.push_back(fmt::format("{}: {}; kept {}: {} measured best across {} (geometric mean over sizes and "
-                                      "studies: {})",
-                                      var, join(wanted, ", "),
-                                      kept == chosen_conflict_values.end() ? "the library's own value" : kept->second,
-                                      variants[pick].first, readers.empty() ? "no study (none could measure)" : join(readers, ", "),
-                                      join(figures, "; ")));
-      for (auto& l : out.env) {
-        if (l.var != var) continue;
-        if (kept == chosen_conflict_values.end()) {
-          l.left_out = true;
-          l.why = "left to the library: no study's value measured best across the studies that read it";
-        } else {
-          l.value = kept->second;
-          l.from.clear();
-          for (const auto& x : w) {
-            if (x.value == kept->second) l.from.push_back(x.study);
-          }
-          l.why = "the value that measured best across " + join(readers, ", ");
-        }
-      }
-    }
-  }
-
-  // The merged environment, measured through every other study's client.
-  EnvVars merged = base;
-  for (const auto& [var, value] : chosen_conflict_values) set_var(merged, var, value);
-  for (const auto& c : contributions) {
-    if (delivered.count(&c) || cancel_requested()) continue;
-    BundleDelivery d;
-    d.study = c.study->best.space;
-    bool loads = !c.study->best.plan.job_is_default;
-    for (const auto& [var, value] : merged) loads = loads || reads(c, var);
-    if (!loads) {
-      d.why = "the bundle sets nothing its job reads";
-    } else if (auto m = measure(c, {{"bundle", merged}}, d)) {
-      d.state = "measured";
-      d.sizes = (*m)[0];
-    }
-    delivered[&c] = d;
-  }
-  // A study slower under the merged bundle at some size: its own lines leave the bundle (a line
-  // another study also wanted stays when that study is not slower with it).
-  std::map<std::string, std::string> slower_studies;  // space -> the figure
-  for (const auto& c : contributions) {
-    auto it = delivered.find(&c);
-    if (it == delivered.end()) continue;
-    out.delivered.push_back(it->second);
-    for (const auto& [bytes, d] : it->second.sizes) {
-      if (d.slower) {
-        const std::string figure = fmt::format("{} under the merged bundle is {} its defaults at {}", it->second.study,
-                                               interval(d.ratio, d.ci_low, d.ci_high), format_bytes(bytes));
-        out.notes.push_back(figure);
-        slower_studies.emplace(it->second.study, figure);
-      }
-    }
-  }
-  for (auto& l : out.env) {
-    if (l.left_out || l.from.empty()) continue;
-    const bool kept_by_another = std::any_of(l.from.begin(), l.from.end(), [&](const std::string& s) {
-      const bool measured = std::any_of(out.delivered.begin(), out.delivered.end(),
-                                        [&](const BundleDelivery& d) { return d.study == s && d.state == "measured"; });
-      return measured && !slower_studies.count(s);
-    });
-    const auto slow = std::find_if(l.from.begin(), l.from.end(), [&](const std::string& s) { return slower_studies.count(s); });
-    if (slow == l.from.end() || kept_by_another) continue;
-    l.left_out = true;
-    l.why = "left out: " + slower_studies[*slow];
-    out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, slower_studies[*slow]));
-  }
-  // Each line's comment: who wanted it and what they gain.
-  for (auto& l : out.env) {
-    std::vector<std::string> parts;
-    for (const auto& s : l.from) {
-      const auto c = std::find_if(contributions.begin(), contributions.end(),
-                                  [&](const Contribution& x) { return x.study->best.space == s; });
-      std::string text = s;
-      if (c != contributions.end()) {
-        text += " (" + c->gain;
-        for (const auto& d : out.delivered) {
-          if (d.study == s) text += "; " + delivered_line(d);
-        }
-        text += ")";
-      }
-      parts.push_back(text);
-    }
-    const std::string from = "from " + join(parts, "; ");
-    l.why = l.why.empty() ? from : from + "; " + l.why;
-  }
-  return out;
 }
 
 std::string env_file_text(const Bundle& bundle, const std::string& header) {
