@@ -226,10 +226,15 @@ TEST(MpiColl, RulesFileChangesTheAlgorithm) {
                                   "OMPI_MCA_coll_tuned_dynamic_rules_filename={} {} bench --space space.json "
                                   "--max-seconds 0.3 --json",
                                   dir.path().string(), kMpiEnv, (dir / file).string(), binary()));
-    EXPECT_EQ(r.exit_code, 0) << r.output;
     const auto start = r.output.find('{');
-    if (start == std::string::npos) return 0.0;
-    return Json::parse(r.output.substr(start))["measurements"][0]["value"].get<double>();
+    const Json j = start == std::string::npos ? Json() : Json::parse(r.output.substr(start), nullptr, false);
+    const Json ms = j.is_object() ? j.value("measurements", Json::array()) : Json::array();
+    const Json m = ms.is_array() && !ms.empty() && ms[0].is_object() ? ms[0] : Json::object();
+    // 64-byte segments can be slow enough on a loaded machine to outlast the trial's timeout:
+    // the slowest outcome there is, counted as no bandwidth (any other failure fails the test).
+    if (file == "segmented.txt" && m.value("state", "") == "timeout") return 0.0;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return m.contains("value") && m["value"].is_number() ? m["value"].get<double>() : 0.0;
   };
   // Interleaved, medians of three: the machine's speed drifts, so one of each proves little.
   std::vector<double> ring_runs, segmented_runs;
