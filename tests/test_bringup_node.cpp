@@ -23,7 +23,8 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   auto r = test::run_cli({"bringup", "--time-limit", "2m", "--out", "b"}, t.path());
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_LE(took, 120 + 180) << r.out;  // the limit plus three minutes of certification
+  // The limit bounds the whole command, within 10%; 28 s more for the last round on a loaded machine.
+  EXPECT_LE(took, 120 * 1.1 + 28) << r.out;
   const Json summary = Json::parse(test::read_file(t / "b" / "bringup.json"));
   EXPECT_FALSE(summary["partial"].get<bool>());
   std::map<std::string, Json> fam;

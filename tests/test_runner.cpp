@@ -237,7 +237,12 @@ TEST(Runner, ASignalStopsTheSearchKeepsItsTrialsAndResumes) {
 
 TEST(Runner, ASecondWriterIsRefused) {
   test::TempDir dir;
-  test::write_file(dir / "slow.json", kSlowSpace);
+  // Trials of half a second: the first writer must still be running when the second starts, on a
+  // loaded machine too (it is killed then).
+  std::string space = kSlowSpace;
+  const std::string fast = "[0.05], \"default\": 0.05";
+  space.replace(space.find(fast), fast.size(), "[0.5], \"default\": 0.5");
+  test::write_file(dir / "slow.json", space);
   pid_t pid = test::spawn_cli({"search", "--space", "slow.json", "--budget", "24", "--certify-top", "0", "--out", "s"},
                         dir.path());
   ASSERT_TRUE(wait_for_lines(dir / "s" / "trials.jsonl", 1, 30));

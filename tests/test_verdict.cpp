@@ -4,7 +4,9 @@
 // comparison's arms fails these tests.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "tuner/rng.hpp"
 #include "tuner/verdict.hpp"
@@ -108,6 +110,52 @@ TEST(Verdict, APlanWhoseJobCannotStartFailsWithTheClientsWords) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->judgement.verdict, Verdict::fails) << r->judgement.why;
   EXPECT_NE(r->failure.find("could not start"), std::string::npos) << r->failure;
+}
+
+// A client whose runs take `seconds` each, with no effect: the verdict wants every round it may get.
+class SlowSession final : public DeliverySession {
+ public:
+  explicit SlowSession(double seconds) : seconds_(seconds) {}
+  Expected<std::map<uint64_t, double>> measure(const DeliveryArm&, const std::vector<uint64_t>& sizes) override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds_));
+    std::map<uint64_t, double> out;
+    for (uint64_t b : sizes) out[b] = 1000.0 * std::exp(0.02 * rng_.normal());
+    return out;
+  }
+
+ private:
+  double seconds_;
+  Rng rng_{11};
+};
+
+// The time limit: no round starts after the deadline, nor one the last round's length says would
+// end after it once two are done; the first always runs. Without a deadline the cap decides.
+TEST(Verdict, TheTimeLimitEndsTheRoundsAndNoneStartsAfterIt) {
+  const DeliveryArm defaults{"defaults", {}, Json::object()}, plan{"plan", {{"X", "1"}}, Json::object()};
+  const auto rounds_with = [&](Deadline deadline) {
+    SlowSession s(0.02);
+    VerifyOptions o;
+    o.rounds = 2;
+    o.max_rounds = 12;
+    o.deadline = deadline;
+    RoundValues raw;
+    auto m = compare_arms(s, defaults, {plan}, kSizes, o, &raw);
+    EXPECT_TRUE(m) << m.error().message;
+    return raw[0].begin()->second.size();
+  };
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_EQ(rounds_with(std::nullopt), 12u);
+  EXPECT_EQ(rounds_with(now - std::chrono::seconds(1)), 1u);  // passed already: the first round only
+  // Rounds of about 40 ms against 150 ms: three or so, never one that ends past it.
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t n = rounds_with(t0 + std::chrono::milliseconds(150));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(n, 2u);
+  EXPECT_LT(n, 12u);
+  EXPECT_LT(took, 0.15 + 0.25) << n << " rounds";  // twelve rounds take 0.48 s; one past it, loaded, less
+  EXPECT_FALSE(deadline_passed(std::nullopt, 1e9));
+  EXPECT_TRUE(deadline_passed(std::chrono::steady_clock::now() + std::chrono::seconds(10), 11));
+  EXPECT_FALSE(deadline_passed(std::chrono::steady_clock::now() + std::chrono::seconds(10), 5));
 }
 
 TEST(Verdict, JudgedOnHandMadeRounds) {

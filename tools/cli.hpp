@@ -3,12 +3,14 @@
 // command lives in its own file (cmd_NAME.cpp) and adds itself to the app.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 
 #include "results/study_dir.hpp"
 #include "tuner/best.hpp"
+#include "tuner/duration.hpp"
 #include "tuner/kernel.hpp"
 #include "tuner/trial.hpp"
 
@@ -108,9 +111,10 @@ void add_bringup_command(CLI::App& app, CommandList& list);
 // side by side. Returns 0 when the plan pays or nothing was measured, kExitNoLongerPays when a
 // size is significantly slower than the defaults, 1 or 2 on failure.
 // With `fall_back`, a plan whose job failed is the defaults afterwards and the return is 1.
-// `max_rounds`: the verdict's cap on rounds (0: tuner/verdict.hpp's).
+// `max_rounds`: the verdict's cap on rounds (0: tuner/verdict.hpp's); `deadline`: no round starts
+// after it (the plan then ships only if already decided).
 int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false,
-                 int max_rounds = 0);
+                 int max_rounds = 0, Deadline deadline = std::nullopt);
 inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

@@ -35,9 +35,13 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The share of the time limit the studies get; the merged bundle's measurement has the rest.
+constexpr double kStudiesShare = 0.85;
+
 struct BringupArgs {
   double time_limit_seconds = 600;
   std::string out, only, skip;
+  int certify_top = 1;
   int certify_rounds = 4;
   int verify_rounds = 3;
   bool no_netns = false;
@@ -131,10 +135,9 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
     return r;
   }
   std::vector<std::string> argv = {*self, "search", "--space", space_arg, "--out", dir.string(), "--time-limit",
-                                   fmt::format("{:.1f}", limit), "--certify-rounds", std::to_string(a.certify_rounds),
-                                   "--verify-rounds", std::to_string(a.verify_rounds),
-                                   // the verdict's cap: bring-up shares its time among many studies
-                                   "--verify-max-rounds", std::to_string(std::max(a.verify_rounds, 8))};
+                                   fmt::format("{:.1f}", limit), "--certify-top", std::to_string(a.certify_top),
+                                   "--certify-rounds", std::to_string(a.certify_rounds),
+                                   "--verify-rounds", std::to_string(a.verify_rounds)};
   argv.insert(argv.end(), s.args.begin(), s.args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
@@ -163,7 +166,7 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
     }
     if (tty) {
       const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-      const char* phase = el < limit ? "searching" : "certifying and verifying";
+      const char* phase = el < limit * 0.4 ? "searching" : "certifying and verifying";
       std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s: %lld trials, %s of %s; %s left overall", index + 1, count,
                    s.space.c_str(), phase, static_cast<long long>(count_lines(dir / "trials.jsonl")),
                    format_seconds(el).c_str(), format_seconds(limit).c_str(),
@@ -240,7 +243,7 @@ struct Outcome {
 };
 
 void print_plan(const std::vector<bringup::Family>& families, size_t studies, double limit, const fs::path& bundle) {
-  std::printf("acceltune bringup: %zu studies in %s of searching, then certification; bundle %s\n", studies,
+  std::printf("acceltune bringup: %zu studies and their bundle within %s; bundle %s\n", studies,
               format_seconds(limit).c_str(), bundle.string().c_str());
   for (const auto& f : families) {
     if (f.skipped.empty()) {
@@ -254,12 +257,13 @@ void print_plan(const std::vector<bringup::Family>& families, size_t studies, do
   std::fflush(stdout);
 }
 
-// Each study in turn, within its share of the time left.
+// Each study in turn, within its share of the time left until `end`: each search's time limit
+// bounds its whole command, certification and delivered measurement included.
 std::vector<Run> run_studies(const std::vector<bringup::Study>& studies, const fs::path& bundle, const BringupArgs& a,
-                             bool tty) {
+                             Clock::time_point end, bool tty) {
   std::vector<Run> runs;
-  double left = a.time_limit_seconds;
   for (size_t i = 0; i < studies.size(); ++i) {
+    const double left = std::max(0.0, std::chrono::duration<double>(end - Clock::now()).count());
     if (cancel_requested()) {
       Run r;
       r.plan = studies[i];
@@ -271,7 +275,6 @@ std::vector<Run> run_studies(const std::vector<bringup::Study>& studies, const f
     const std::vector<bringup::Study> remaining(studies.begin() + static_cast<long>(i), studies.end());
     const double share = bringup::share_seconds(remaining, left);
     Run r = run_study_search(studies[i], bundle, share, left, a, i, studies.size(), tty);
-    left = std::max(0.0, left - std::min(r.seconds, share));
     std::printf("  %s: %s%s (%s)\n", studies[i].space.c_str(), r.state.c_str(), r.why.empty() ? "" : (": " + r.why).c_str(),
                 format_seconds(r.seconds).c_str());
     std::fflush(stdout);
@@ -323,12 +326,13 @@ std::string bundle_header(const Json& probe, int cancelled_by) {
 // The bundle's files; first the per-size ones (each study's plan file, the NCCL tables one after
 // another), written before the merged measurement because the bundle's environment names them.
 Status write_bundle(const std::vector<bringup::Family>& families, Outcome& o, const fs::path& bundle,
-                    const std::string& header, const BringupArgs& a, bool tty) {
+                    const std::string& header, const BringupArgs& a, Clock::time_point deadline, bool tty) {
   for (const auto& [name, text] : bringup::plan_files_text(families, o.contributions, header)) {
     ACCELTUNE_TRY(write_file_atomically(bundle / name, text));
   }
   bringup::MergeOptions mo;
   mo.rounds = a.verify_rounds;
+  mo.deadline = deadline;
   if (tty) {
     mo.progress = [](const std::string& what) { std::fprintf(stderr, "\r\033[K%s", what.c_str()); };
   }
@@ -466,12 +470,17 @@ int cmd_bringup(const BringupArgs& a) {
   if (!families) return fail(families.error());
   std::vector<bringup::Study> studies = bringup::studies_to_run(*families);
   if (studies.empty()) return fail(input_error("no family is left to tune (see --only and --skip)"));
-  const double minimum = bringup::minimum_seconds(studies);
+  const double minimum = bringup::minimum_seconds(studies) / kStudiesShare;
   if (limit < minimum) {
     return fail(input_error("--time-limit {} is too short to measure even the defaults of the {} studies this node "
                             "runs: give at least {} (or fewer families with --only)",
                             format_seconds(limit), studies.size(), format_seconds(minimum)));
   }
+  // The studies share most of the limit; the merged bundle's measurement and the files the rest.
+  const auto at = [&](double seconds) {
+    return started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  const Clock::time_point studies_end = at(limit * kStudiesShare), merge_end = at(std::max(0.0, limit - 2.0));
   const fs::path bundle = a.out.empty() ? fresh_study_dir("bringup") : fs::path(a.out);
   if (Status st = make_bundle_dir(bundle); !st) return fail(st.error());
   install_cancel_handlers();
@@ -481,11 +490,11 @@ int cmd_bringup(const BringupArgs& a) {
 
   print_plan(*families, studies.size(), limit, bundle);
   Outcome o;
-  o.runs = run_studies(studies, bundle, a, tty);
+  o.runs = run_studies(studies, bundle, a, studies_end, tty);
   const int cancelled_by = cancel_requested() ? cancel_signal() : 0;
   read_back(o, bundle);
   const std::string header = bundle_header(probe, cancelled_by);
-  if (Status st = write_bundle(*families, o, bundle, header, a, tty); !st) return fail(st.error());
+  if (Status st = write_bundle(*families, o, bundle, header, a, merge_end, tty); !st) return fail(st.error());
 
   // bringup.json: what ran, what was skipped, the gains, the bundle's lines.
   Json summary = Json::object();
@@ -527,11 +536,15 @@ void add_bringup_command(CLI::App& app, CommandList& list) {
       "bringup",
       "tune every path this node has (host memory, TCP, UCX, MPI, CUDA, NCCL, RDMA) and write one bundle for its jobs");
   add_duration_option(cmd, "--time-limit", a->time_limit_seconds,
-                      "searching time for all families together (default 10m); certification and delivered "
-                      "measurements come after it");
+                      "the whole command's time (default 10m): each study's search, certification and delivered "
+                      "measurement within its share, then the merged bundle's measurement; what the limit left "
+                      "unproven falls back to the defaults and is said");
   cmd->add_option("--out", a->out, "the bundle folder (default: a new one under acceltune-results/)");
   cmd->add_option("--only", a->only, "tune only these families (comma-separated: " + fmt::format("{}", fmt::join(bringup::family_names(), ",")) + ")");
   cmd->add_option("--skip", a->skip, "leave these families out (comma-separated)");
+  cmd->add_option("--certify-top", a->certify_top,
+                  "candidates per size each study certifies against the default (default 1: the time goes to "
+                  "the delivered measurements)");
   cmd->add_option("--certify-rounds", a->certify_rounds, "rounds of each study's certification (default 4)");
   cmd->add_option("--verify-rounds", a->verify_rounds,
                   "rounds of each delivered measurement, per study and for the merged bundle (default 3)");

@@ -15,6 +15,7 @@ namespace acceltune::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
 // The newest study of a space under the results root, for `search --resume` without --out.
 std::optional<fs::path> newest_study_dir(const std::string& space_name) {
@@ -81,12 +82,40 @@ Expected<fs::path> study_dir_of(const SearchArgs& a, const std::string& space_na
   return *newest;
 }
 
+// The command's time limit (--time-limit, else the space's; 0: none) and how it is shared: the
+// search 40%, certification 20%, the delivered measurement 40% (its plain clients start a job per
+// run), and a stage that ends early leaves its time to the next; without certification or delivery
+// the search gets their share.
+struct TimeLimit {
+  double seconds = 0;
+  Deadline search_end, certify_end, end;
+};
+
+TimeLimit time_limit_of(const SearchArgs& a, const Prepared& p, Clock::time_point started) {
+  TimeLimit t;
+  t.seconds = a.time_limit > 0 ? a.time_limit : search_defaults(p.space).value("time_limit_seconds", 0.0);
+  if (t.seconds <= 0) return t;
+  const bool certifies = a.certify_top > 0 && a.certify_rounds > 0;
+  const bool delivers = a.verify_rounds > 0 && DeliveryRegistry::instance().find(p.space.kernel()) != nullptr;
+  const double search = 1.0 - (certifies ? 0.2 : 0.0) - (delivers ? 0.4 : 0.0);
+  const auto at = [&](double fraction) {
+    return started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t.seconds * fraction));
+  };
+  t.search_end = at(search);
+  t.certify_end = at(search + (certifies ? 0.2 : 0.0));
+  t.end = at(1.0);
+  return t;
+}
+
 // The study's options from the command line, the space's defaults and (resumed) the stored study.
-Expected<StudyOptions> options_of(const SearchArgs& a, const Prepared& p, ResultStore& store) {
+Expected<StudyOptions> options_of(const SearchArgs& a, const Prepared& p, ResultStore& store, const TimeLimit& limit) {
   const Json defaults = search_defaults(p.space);
   StudyOptions o;
   o.budget = a.budget > 0 ? a.budget : defaults.value("budget", int64_t{50});
-  o.time_limit_seconds = a.time_limit > 0 ? a.time_limit : defaults.value("time_limit_seconds", 0.0);
+  if (limit.search_end) {
+    // The search's own clock starts when it does: what preparing took is already spent.
+    o.time_limit_seconds = std::max(1e-9, std::chrono::duration<double>(*limit.search_end - Clock::now()).count());
+  }
   o.seed = a.seed;
   o.strategy = a.strategy;
   if (a.resume && store.has_study()) {
@@ -109,6 +138,7 @@ Expected<StudyOptions> options_of(const SearchArgs& a, const Prepared& p, Result
   o.trial_timeout_seconds = a.trial_timeout;
   o.certify.top = a.certify_top;
   o.certify.rounds = a.certify_rounds;
+  o.certify.deadline = limit.certify_end;
   o.telemetry.enabled = !a.no_telemetry;
   o.telemetry.thermal_limit_c = a.thermal_limit;
   o.telemetry.thermal_wait_max_seconds = a.thermal_wait;
@@ -164,14 +194,16 @@ Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bo
     std::fprintf(stderr, "acceltune: space %s (%llu valid configs), kernel %s, strategy %s, budget %lld%s, sizes %s\n",
                  p.space.name().c_str(), static_cast<unsigned long long>(p.space.count_valid()),
                  p.space.kernel().c_str(), o.strategy.c_str(), static_cast<long long>(o.budget),
-                 o.time_limit_seconds > 0 ? fmt::format(", time limit {}", format_seconds(o.time_limit_seconds)).c_str()
-                                          : "",
+                 o.time_limit_seconds > 0
+                     ? fmt::format(", searching for up to {} of the time limit", format_seconds(o.time_limit_seconds)).c_str()
+                     : "",
                  sizes.c_str());
   }
   return {};
 }
 
 int cmd_search(const SearchArgs& a) {
+  const auto started = Clock::now();
   auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
@@ -181,7 +213,8 @@ int cmd_search(const SearchArgs& a) {
   outcome_dir = out;
   auto store = open_store("dir", out.string());
   if (!store) return fail(store.error());
-  auto options = options_of(a, p, **store);
+  const TimeLimit limit = time_limit_of(a, p, started);
+  auto options = options_of(a, p, **store, limit);
   if (!options) return fail(options.error());
   StudyOptions& o = *options;
   const bool tty = stderr_is_terminal();
@@ -206,13 +239,18 @@ int cmd_search(const SearchArgs& a) {
   print_best_table(b, p.space.definition(), stdout);
   print_efficiency(b.study, b, stdout);
   // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks.
-  if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
-      DeliveryRegistry::instance().find(b.kernel)) {
+  const bool out_of_time = limit.end && Clock::now() >= *limit.end;
+  if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 && DeliveryRegistry::instance().find(b.kernel) &&
+      out_of_time) {
+    std::printf("delivered: not verified: the time limit left no time for it ('acceltune verify %s' measures it)\n",
+                out.c_str());
+  } else if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
+             DeliveryRegistry::instance().find(b.kernel)) {
     // The kernel's own processes and namespaces end first: the plain client makes its own.
     p.kernel.reset();
     BestTable verified = outcome->best;
     const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
-                                 a.verify_max_rounds);
+                                 a.verify_max_rounds, limit.end);
     if (verified.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
     if (rc != 0 && rc != kExitNoLongerPays) {
       std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
@@ -246,7 +284,10 @@ void add_search_command(CLI::App& app, CommandList& list) {
                      "when the budget covers the space, else bayes");
   search->add_option("--budget", sa.budget, "trials in the study, resumed ones included (default: the space's, else 50)")
       ->check(CLI::PositiveNumber);
-  add_duration_option(search, "--time-limit", sa.time_limit, "stop starting trials after this long",
+  add_duration_option(search, "--time-limit", sa.time_limit,
+                      "the whole command's time: 40% searching, 20% certification, 40% the delivered measurement "
+                      "(a stage that ends early leaves its time to the next); a plan the limit left undecided falls "
+                      "back to the defaults, and the output says so",
                       {.zero_allowed = true});
   search->add_option("--sizes", sa.sizes, "message sizes, e.g. 64K,1M,16M or 1K:1G:x4 (default: the space's)");
   auto* seed_opt = search->add_option("--seed", sa.seed, "random seed, stored with the study (default 1)");

@@ -41,7 +41,8 @@ void print_delivered(const BestTable& b) {
 
 }  // namespace
 
-int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back, int max_rounds) {
+int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back, int max_rounds,
+                 Deadline deadline) {
   const Json now = probe_fingerprint(ProbeScope::identity);
   if (check_fingerprint) {
     const Json stored = b.study.value("fingerprint", Json::object());
@@ -55,6 +56,7 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
   DeliverOptions o;
   o.verify.rounds = rounds;
   o.verify.max_rounds = max_rounds;
+  o.verify.deadline = deadline;
   o.verify.fingerprint_id = now.value("id", "");
   o.measurements = measurements;
   o.fall_back = fall_back;
@@ -75,6 +77,7 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
   auto delivered = verify_and_fall_back(b, o);
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!delivered) return fail(delivered.error());
+  if (delivered->out_of_time) std::printf("%s: the plan is the library's defaults now\n", delivered->why.c_str());
   if (delivered->verdict == PlanVerdict::job_failed) {
     return fail(runtime_error("the plan's job failed: {}; the study's plan is the library's defaults now",
                               delivered->why));

@@ -158,6 +158,12 @@ class Certifier {
     best_.certified = true;
     for (const Json& job : jobs) {
       if (cancel_requested()) break;
+      if (past_deadline() && job != jobs.front() && job != default_job_) {
+        // Out of time: only the default's own part, which ends the list, is certified still.
+        if (!skipped_for_time_) best_.plan.notes.push_back("the time limit left no time to try another job-wide part");
+        skipped_for_time_ = true;
+        continue;
+      }
       total_ = done_ + static_cast<int>(best_.sizes.size()) *
                            (options_.top + 1 + (job != default_job_ ? 1 : 0) + 2) * options_.rounds;
       std::vector<SizeRun> runs;
@@ -171,6 +177,11 @@ class Certifier {
       }
       adopt(job, runs);
       break;
+    }
+    if (cut_short_) {
+      best_.plan.notes.push_back(fmt::format("certification reached the time limit: some intervals rest on fewer "
+                                             "than its {} rounds",
+                                             options_.rounds));
     }
   }
 
@@ -216,7 +227,15 @@ class Certifier {
   // round affects both sides of each ratio alike: the default's values, then each config's.
   std::vector<std::vector<double>> interleaved(const std::vector<const Config*>& cs, uint64_t bytes) {
     std::vector<std::vector<double>> v(cs.size() + 1);  // [0]: the default
+    double last_round = 0;  // seconds the previous round took
     for (int r = 0; r < options_.rounds && !cancel_requested(); ++r) {
+      // The deadline: no round starts after it, nor one that would end after it once two are done.
+      if (r >= 1 && (past_deadline(0) || (r >= 2 && past_deadline(last_round)))) {
+        if (log_) log_(Json{{"event", "certify_time_limit"}, {"bytes", bytes}, {"rounds", r}, {"of", options_.rounds}});
+        cut_short_ = true;
+        break;
+      }
+      const auto round_start = std::chrono::steady_clock::now();
       for (size_t j = 0; j <= cs.size(); ++j) {
         const size_t k = r % 2 == 0 ? j : cs.size() - j;
         Trial t = runner_.run(k == 0 ? def_ : *cs[k - 1], -1, {bytes});
@@ -232,6 +251,7 @@ class Certifier {
         ++done_;
         if (progress_) progress_(done_, std::max(done_, total_));
       }
+      last_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
     }
     return v;
   }
@@ -333,6 +353,8 @@ class Certifier {
   const CertifyOptions& options_;
   const std::function<void(const Json&)>& log_;
   const std::function<void(int, int)>& progress_;
+  bool cut_short_ = false, skipped_for_time_ = false;
+  bool past_deadline(double ahead = 0) const { return deadline_passed(options_.deadline, ahead); }
   const Ranking* ranking_;
   const Config def_;
   const std::string def_key_;

@@ -8,11 +8,15 @@
 // its own luck and its own interval would cover the truth less often than it says.
 #pragma once
 
+#include <chrono>
+#include <optional>
+
 #include <functional>
 
 #include "tuner/best.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/runner.hpp"
+#include "tuner/duration.hpp"
 
 namespace acceltune {
 
@@ -20,6 +24,10 @@ struct CertifyOptions {
   int top = 3;     // candidates per size; 0 disables certification
   int rounds = 5;  // interleaved rounds of default and candidates (and of the winner's confirmation)
   int jobs = 2;    // job-wide assignments tried (best joint score first) before the default's own
+  // When set, no round starts after it, nor one that would end after it once two are done (a
+  // size left with one round is not significant), and no further job-wide assignment but the
+  // default's own is tried: the command's time limit bounds certification too.
+  Deadline deadline;
 };
 
 // A 95% interval for the mean of log ratios, by Student's t. Returns {ratio, low, high}.

@@ -40,4 +40,10 @@ std::optional<double> parse_duration(std::string_view text_view, bool zero_allow
   return total;
 }
 
+bool deadline_passed(const Deadline& deadline, double ahead) {
+  return deadline && std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(ahead)) >=
+                         *deadline;
+}
+
 }  // namespace acceltune

@@ -2,6 +2,7 @@
 // "1h", "1m30s", "1.5m" or plain seconds ("45", "0.5").
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string_view>
 
@@ -13,5 +14,11 @@ inline constexpr const char* kDurationForms = "90s, 2m, 1h, 1m30s or plain secon
 // Seconds; nullopt when the text is none of the forms, negative or not finite, or zero unless
 // `zero_allowed` (where 0 means "off").
 std::optional<double> parse_duration(std::string_view text, bool zero_allowed = false);
+
+// A stage's end under a command's time limit; none: no limit.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+// Whether `deadline` has passed, or would have after `ahead` more seconds.
+bool deadline_passed(const Deadline& deadline, double ahead = 0);
 
 }  // namespace acceltune

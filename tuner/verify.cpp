@@ -122,7 +122,11 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
   const int rounds = std::max(1, options.rounds);
   const int cap = std::max(rounds, options.max_rounds);
   int done = 0;
+  double last_round = 0;  // seconds the previous round took
   for (int r = 0; r < cap && !cancel_requested(); ++r) {
+    // The deadline: no round starts after it, nor one that would end after it once two are done.
+    if (r >= 1 && (deadline_passed(options.deadline, 0) || (r >= 2 && deadline_passed(options.deadline, last_round)))) break;
+    const auto round_start = std::chrono::steady_clock::now();
     for (int k = 0; k < n && !cancel_requested(); ++k) {
       // Round r starts at arm r mod n: with one arm, defaults first in even rounds, the plan in odd.
       const int which = (r + k) % n;
@@ -138,6 +142,7 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
       }
       if (options.progress) options.progress(++done, n * (r + 1 < rounds ? rounds : r + 1));
     }
+    last_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
     if (r + 1 >= rounds && options.enough && !cancel_requested() && options.enough(values)) break;
   }
   if (raw) *raw = values;
@@ -215,11 +220,16 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   const Judgement j = judge_plan(raw[1], raw[0], rule, true);
   size_t rounds = 0;
   for (const auto& [b, v] : raw[0]) rounds = std::max(rounds, v.size());
+  const bool cut = deadline_passed(o.deadline) && static_cast<int>(rounds) < rule.max_rounds &&
+                   !judge_plan(raw[1], raw[0], rule, false).decided;
   best.delivery.state = "measured";
   best.delivery.client = client->description;
   best.delivery.rounds = static_cast<int>(rounds);
   best.delivery.verdict = to_string(j.verdict);
-  best.delivery.verdict_why = j.why + (j.verdict == Verdict::fails && !failure.empty() ? " (" + failure + ")" : "");
+  best.delivery.verdict_why = j.why + (j.verdict == Verdict::fails && !failure.empty() ? " (" + failure + ")" : "") +
+                              (cut ? fmt::format("; the time limit ended the rounds at {} of up to {}", rounds,
+                                                 rule.max_rounds)
+                                   : "");
   best.delivery.at = utc_now_iso8601();
   best.delivery.fingerprint = options.fingerprint_id;
   return {};
@@ -230,6 +240,18 @@ Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptio
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", best.dir));
   const int measurements = std::max(1, options.measurements);
   for (int pass = 0; pass < measurements; ++pass) {
+    if (pass > 0 && deadline_passed(options.verify.deadline)) {
+      // The changed plan cannot be measured again in time: what is exported is never unproven.
+      fall_back_to_defaults(best, "the time limit left no time to measure the changed plan again: falls back to the "
+                                  "library defaults");
+      ACCELTUNE_TRY(write_plan_files(best));
+      ACCELTUNE_TRY(store->write_best(best.to_json()));
+      out.verdict = PlanVerdict::fell_back_to_defaults;
+      out.why = "the time limit left no time to measure the changed plan again";
+      out.out_of_time = true;
+      ++out.fallbacks;
+      return out;
+    }
     ACCELTUNE_TRY(verify_delivery(best, options.verify));
     ACCELTUNE_TRY(store->write_best(best.to_json()));
     ++out.measurements;

@@ -2,13 +2,16 @@
 // interleaved with the library's defaults, per size a paired-ratio interval as in certification.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "tuner/best.hpp"
 #include "tuner/delivery.hpp"
+#include "tuner/duration.hpp"
 
 namespace acceltune {
 
@@ -24,6 +27,10 @@ struct VerifyOptions {
   int max_rounds = 0;
   std::function<bool(const RoundValues&)> enough;
   std::function<void(int done, int total)> progress;
+  // When set, no round starts after it (the first always does), nor one that would end after it
+  // once two are done: the command's time limit bounds the delivered measurement too, and a plan
+  // not decided by then does not ship.
+  Deadline deadline;
   std::string fingerprint_id;  // the machine measuring it (probe_fingerprint's "id"), kept with the delivery
 };
 
@@ -92,6 +99,7 @@ struct DeliveredPlan {
   int measurements = 0;
   int fallbacks = 0;
   std::string why;  // not_verified: why nothing was measured
+  bool out_of_time = false;  // the deadline passed before a changed plan could be measured again
 };
 Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptions& options);
 

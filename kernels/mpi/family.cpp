@@ -22,7 +22,11 @@ FamilyRole mpi_role(const NodeFacts& facts) {
     r.skipped = "mpirun is not on PATH (Debian: openmpi-bin)";
     return r;
   }
-  r.studies.push_back(FamilyStudy{"mpi", "mpi-allreduce", Json{{"ranks", ranks}}, {}, 3, 20});
+  // The sizes a job's collectives span, four of them: each size is a verdict the plan must pass, and
+  // a delivered round runs every size through mpirun. The largest share of the time: its plain
+  // client starts a job per run.
+  r.studies.push_back(FamilyStudy{"mpi", "mpi-allreduce",
+                                  Json{{"ranks", ranks}, {"sizes", Json::array({"4K", "32K", "256K", "1M"})}}, {}, 5, 20});
   return r;
 }
 

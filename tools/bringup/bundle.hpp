@@ -7,7 +7,9 @@
 // job wrapper sit beside it.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "tools/bringup/families.hpp"
 #include "tuner/best.hpp"
 #include "tuner/verify.hpp"
+#include "tuner/duration.hpp"
 
 namespace acceltune::bringup {
 
@@ -82,6 +85,8 @@ struct BundleDelivery {
   std::string state = "not verified";  // or "measured"
   std::string why;
   std::map<uint64_t, Delivered> sizes;
+  bool out_of_time = false;  // not measured: the time limit had passed
+  bool failed = false;       // its job failed under the bundle (`why`)
 };
 
 // A delivered measurement in one line: its best size with the interval, and the sizes where it is
@@ -97,6 +102,8 @@ struct Bundle {
 struct MergeOptions {
   int rounds = 3;
   std::function<void(const std::string& what)> progress;
+  // No round of a measurement starts after it (each keeps at least two): the bring-up's time limit.
+  Deadline deadline;
 };
 
 // Merges the contributions into one environment, settling conflicts by measurement, and measures

@@ -103,6 +103,9 @@ size_t choose_variant(const std::vector<std::vector<Score>>& scores_per_variant)
 namespace {
 
 using Measured = std::vector<std::map<uint64_t, Delivered>>;
+
+constexpr const char* kNoTime = "the time limit left no time to measure it";
+constexpr int kMergePasses = 3;  // measurements of the bundle, the first included
 using Deliveries = std::map<const Contribution*, BundleDelivery>;
 
 // The bundle's lines, in the order the studies want them; returns the lines every variant shares.
@@ -142,13 +145,19 @@ EnvVars collect_lines(const std::vector<Contribution>& contributions,
 }
 
 // Opens a study's client and measures the given environments against its defaults; on failure
-// says why in `why` and returns nothing.
+// says why in `why` and returns nothing. With `arm_may_fail`, a job that fails under an
+// environment is `why.failed` (what the defaults measured is kept) rather than an error.
 std::optional<Measured> measure(const Contribution& c, const std::vector<std::pair<std::string, EnvVars>>& envs,
-                                const MergeOptions& options, BundleDelivery& why) {
+                                const MergeOptions& options, BundleDelivery& why, bool arm_may_fail = false) {
   const BestTable& b = c.study->best;
   const DeliveryClient* client = DeliveryRegistry::instance().find(b.kernel);
   if (!client) {
     why.why = fmt::format("kernel {} has no plain client", b.kernel);
+    return std::nullopt;
+  }
+  if (deadline_passed(options.deadline)) {
+    why.why = kNoTime;
+    why.out_of_time = true;
     return std::nullopt;
   }
   auto session = client->open(c.study->study);
@@ -169,12 +178,32 @@ std::optional<Measured> measure(const Contribution& c, const std::vector<std::pa
   for (const auto& s : b.sizes) sizes.push_back(s.bytes);
   VerifyOptions vo;
   vo.rounds = std::max(2, options.rounds);
+  vo.deadline = options.deadline;
   if (options.progress) {
     vo.progress = [&](int done, int total) {
       options.progress(fmt::format("measuring the bundle through {}'s client: run {}/{}", b.space, done, total));
     };
   }
-  auto m = compare_arms(**session, defaults, arms, sizes, vo);
+  std::string failure;
+  RoundValues raw;
+  auto m = compare_arms(**session, defaults, arms, sizes, vo, &raw, arm_may_fail ? &failure : nullptr);
+  if (m && arm_may_fail) {
+    // A size the defaults measured and an environment never did: its job failed there.
+    const auto finite = [](const std::vector<double>& v) { return std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }); };
+    for (size_t k = 1; k < raw.size() && failure.empty(); ++k) {
+      for (uint64_t s : sizes) {
+        if (finite(raw[0][s]) && !finite(raw[k][s])) {
+          failure = fmt::format("no run measured {} with the {} (the defaults did)", format_bytes(s), arms[k - 1].name);
+          break;
+        }
+      }
+    }
+  }
+  if (m && !failure.empty()) {
+    why.failed = true;
+    why.why = failure;
+    return std::nullopt;
+  }
   if (!m) {
     why.why = m.error().message;
     return std::nullopt;
@@ -274,35 +303,74 @@ EnvVars settle_conflicts(const std::vector<Contribution>& contributions,
   return variants[pick].second;
 }
 
-// A study slower under the merged bundle at some size: its own lines leave the bundle (a line
-// another study also wanted stays when that study is not slower with it).
-void drop_slower_lines(const std::vector<Contribution>& contributions, const Deliveries& delivered, Bundle& out) {
-  std::map<std::string, std::string> slower_studies;  // space -> the figure
+// The bundle's environment as it stands: its lines not left out.
+EnvVars merged_env(const Bundle& out) {
+  EnvVars env;
+  for (const auto& l : out.env) {
+    if (!l.left_out) env.emplace_back(l.var, l.value);
+  }
+  return env;
+}
+
+// The studies the bundle fails, each with why: a size slower than its defaults, its job failing
+// under the bundle, or no proof at all (not measured under the bundle for lack of time, and its
+// own plan did not ship).
+std::map<std::string, std::string> offenders(const std::vector<Contribution>& contributions, const Deliveries& delivered) {
+  std::map<std::string, std::string> out;  // space -> why
   for (const auto& c : contributions) {
     auto it = delivered.find(&c);
     if (it == delivered.end()) continue;
-    out.delivered.push_back(it->second);
-    for (const auto& [bytes, d] : it->second.sizes) {
-      if (d.slower) {
-        const std::string figure = fmt::format("{} under the merged bundle is {} its defaults at {}", it->second.study,
-                                               gain_interval_text(d.ratio, d.ci_low, d.ci_high), format_bytes(bytes));
-        out.notes.push_back(figure);
-        slower_studies.emplace(it->second.study, figure);
+    const BundleDelivery& bd = it->second;
+    if (bd.failed) out.emplace(bd.study, fmt::format("{}'s job failed under the merged bundle: {}", bd.study, bd.why));
+    for (const auto& [bytes, d] : bd.sizes) {
+      if (d.slower && !out.count(bd.study)) {
+        out.emplace(bd.study, fmt::format("{} under the merged bundle is {} its defaults at {}", bd.study,
+                                          gain_interval_text(d.ratio, d.ci_low, d.ci_high), format_bytes(bytes)));
       }
     }
+    if (bd.out_of_time && c.study->best.delivery.verdict != "ships") {
+      out.emplace(bd.study, bd.study + " was not measured, under the bundle or alone: " + kNoTime);
+    }
   }
+  return out;
+}
+
+// The offenders' own lines commented out; a line another study also wanted stays when that study
+// was measured under the bundle and does not offend. Returns how many lines left.
+int drop_own_lines(const std::map<std::string, std::string>& offending, const Deliveries& delivered, Bundle& out) {
+  int dropped = 0;
   for (auto& l : out.env) {
     if (l.left_out || l.from.empty()) continue;
     const bool kept_by_another = std::any_of(l.from.begin(), l.from.end(), [&](const std::string& s) {
-      const bool measured = std::any_of(out.delivered.begin(), out.delivered.end(),
-                                        [&](const BundleDelivery& d) { return d.study == s && d.state == "measured"; });
-      return measured && !slower_studies.count(s);
+      const bool measured = std::any_of(delivered.begin(), delivered.end(), [&](const auto& kv) {
+        return kv.second.study == s && kv.second.state == "measured";
+      });
+      return measured && !offending.count(s);
     });
-    const auto slow = std::find_if(l.from.begin(), l.from.end(), [&](const std::string& s) { return slower_studies.count(s); });
-    if (slow == l.from.end() || kept_by_another) continue;
+    const auto bad = std::find_if(l.from.begin(), l.from.end(), [&](const std::string& s) { return offending.count(s); });
+    if (bad == l.from.end() || kept_by_another) continue;
     l.left_out = true;
-    l.why = "left out: " + slower_studies[*slow];
-    out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, slower_studies[*slow]));
+    l.why = "left out: " + offending.at(*bad);
+    out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, offending.at(*bad)));
+    ++dropped;
+  }
+  return dropped;
+}
+
+// The last resort: every line an offending study's job reads is commented out, so the bundle
+// loads nothing into that family's jobs.
+void drop_family_lines(const std::map<std::string, std::string>& offending, const std::vector<Contribution>& contributions,
+                       Bundle& out) {
+  for (const auto& c : contributions) {
+    const auto why = offending.find(c.study->best.space);
+    if (why == offending.end()) continue;
+    for (auto& l : out.env) {
+      if (l.left_out || !reads(c, l.var)) continue;
+      l.left_out = true;
+      l.why = fmt::format("left out: {} still, after {} measurements of the bundle: its family takes nothing from it",
+                          why->second, kMergePasses);
+      out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, l.why.substr(10)));
+    }
   }
 }
 
@@ -328,6 +396,28 @@ void comment_lines(const std::vector<Contribution>& contributions, Bundle& out) 
   }
 }
 
+// One measurement of the merged bundle through the client of every study it loads something into;
+// `skip` holds the studies already measured under it.
+void measure_merged(const std::vector<Contribution>& contributions, const MergeOptions& options, const Bundle& out,
+                    const std::set<const Contribution*>& skip, Deliveries& delivered) {
+  const EnvVars merged = merged_env(out);
+  for (const auto& c : contributions) {
+    if (skip.count(&c) || cancel_requested()) continue;
+    BundleDelivery d;
+    d.study = c.study->best.space;
+    bool loads = !c.study->best.plan.job_is_default;
+    for (const auto& [var, value] : merged) loads = loads || reads(c, var);
+    if (!loads && delivered.count(&c)) continue;  // its lines left: the measurement that removed them stays
+    if (!loads) {
+      d.why = "the bundle sets nothing its job reads";
+    } else if (auto m = measure(c, {{"bundle", merged}}, options, d, /*arm_may_fail=*/true)) {
+      d.state = "measured";
+      d.sizes = (*m)[0];
+    }
+    delivered[&c] = d;
+  }
+}
+
 }  // namespace
 
 Bundle merge_and_verify(const std::vector<Contribution>& contributions, const MergeOptions& options) {
@@ -335,26 +425,32 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
   const auto conflicting = conflicts(contributions);
   const EnvVars base = collect_lines(contributions, conflicting, out);
   Deliveries delivered;
-  const EnvVars chosen = settle_conflicts(contributions, conflicting, base, options, out, delivered);
+  (void)settle_conflicts(contributions, conflicting, base, options, out, delivered);
 
-  // The merged environment, measured through every other study's client.
-  EnvVars merged = base;
-  for (const auto& [var, value] : chosen) set_var(merged, var, value);
-  for (const auto& c : contributions) {
-    if (delivered.count(&c) || cancel_requested()) continue;
-    BundleDelivery d;
-    d.study = c.study->best.space;
-    bool loads = !c.study->best.plan.job_is_default;
-    for (const auto& [var, value] : merged) loads = loads || reads(c, var);
-    if (!loads) {
-      d.why = "the bundle sets nothing its job reads";
-    } else if (auto m = measure(c, {{"bundle", merged}}, options, d)) {
-      d.state = "measured";
-      d.sizes = (*m)[0];
+  // The merged environment measured through every study's client; a study the bundle fails has
+  // its own lines removed and the bundle is measured again, at most kMergePasses times in all;
+  // a study failed still then takes nothing from the bundle.
+  std::set<const Contribution*> skip;
+  for (const auto& [c, d] : delivered) skip.insert(c);  // measured while settling the conflicts
+  for (int pass = 1; pass <= kMergePasses && !cancel_requested(); ++pass) {
+    measure_merged(contributions, options, out, skip, delivered);
+    const auto offending = offenders(contributions, delivered);
+    if (offending.empty()) break;
+    if (pass == kMergePasses || drop_own_lines(offending, delivered, out) == 0) {
+      drop_family_lines(offending, contributions, out);
+      break;
     }
-    delivered[&c] = d;
+    out.notes.push_back(fmt::format("the bundle was measured again (pass {} of at most {}) without the lines above",
+                                    pass + 1, kMergePasses));
+    skip.clear();
+    for (const auto& [c, d] : delivered) {
+      if (d.state != "measured" && !d.failed) skip.insert(c);  // nothing measured before: nothing to measure again
+    }
   }
-  drop_slower_lines(contributions, delivered, out);
+  for (const auto& c : contributions) {
+    const auto it = delivered.find(&c);
+    if (it != delivered.end()) out.delivered.push_back(it->second);
+  }
   comment_lines(contributions, out);
   return out;
 }
