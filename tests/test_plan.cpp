@@ -275,5 +275,31 @@ TEST(Plan, BestJsonReadsBackThePlanAndOlderTablesGetOne) {
   EXPECT_FALSE(BestTable::from_json(bad));
 }
 
+// Plan B: when the certified job-wide part does not ship, the search's best per-size choices
+// under the library's own job-wide part (ob1 with the rd algorithm at 1K, where it beat ob1's
+// default; nothing at 1M, where the default algorithm won).
+TEST(Plan, PlanBIsTheBestPerSizeChoiceUnderTheLibrarysOwnJobWidePart) {
+  MpiLike l(kUcxSlowAtLargeSizes);
+  l.best.plan.scopes = param_scopes(l.best.kernel, l.best.default_config, l.best.env);
+  const auto choices = plan_b_choices(l.best, l.space, l.trials);
+  ASSERT_EQ(choices.size(), 1u) << Json(choices).dump();
+  ASSERT_TRUE(choices.count(1024));
+  EXPECT_EQ(choices.at(1024), (Json{{"pml", "ob1"}, {"alg", "rd"}}));
+
+  // Not while the plan's job-wide part is the certified one: only after it went back.
+  BestTable b = l.best;
+  b.plan.job = Json{{"pml", "ucx"}};
+  b.plan.job_is_default = false;
+  EXPECT_FALSE(adopt_plan_b(b, choices));
+  fall_back_to_defaults(b, "the job-wide part did not ship");
+  ASSERT_TRUE(adopt_plan_b(b, choices));
+  for (const auto& s : b.sizes) {
+    EXPECT_EQ(s.chosen_is_default, s.bytes != 1024) << s.bytes;
+    if (s.bytes == 1024) EXPECT_EQ(s.chosen_config["alg"], "rd");
+  }
+  EXPECT_NE(b.plan.notes.back().find("not certified; the delivered verdict decides"), std::string::npos);
+  EXPECT_FALSE(adopt_plan_b(b, {}));  // nothing to adopt
+}
+
 }  // namespace
 }  // namespace acceltune

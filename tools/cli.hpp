@@ -112,9 +112,10 @@ void add_bringup_command(CLI::App& app, CommandList& list);
 // size is significantly slower than the defaults, 1 or 2 on failure.
 // With `fall_back`, a plan whose job failed is the defaults afterwards and the return is 1.
 // `max_rounds`: the verdict's cap on rounds (0: tuner/verdict.hpp's); `deadline`: no round starts
-// after it (the plan then ships only if already decided).
+// after it (the plan then ships only if already decided); `plan_b`: what a plan whose job-wide
+// part does not ship falls back to first (tuner/verify.hpp's DeliverOptions).
 int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false,
-                 int max_rounds = 0, Deadline deadline = std::nullopt);
+                 int max_rounds = 0, Deadline deadline = std::nullopt, std::map<uint64_t, Json> plan_b = {});
 inline constexpr int kExitNoLongerPays = 3;
 
 }  // namespace acceltune::cli

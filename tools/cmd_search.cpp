@@ -10,6 +10,7 @@
 #include "probe/fingerprint.hpp"
 #include "tuner/process_guard.hpp"
 #include "tuner/study.hpp"
+#include "tuner/verify.hpp"
 
 namespace acceltune::cli {
 namespace {
@@ -250,7 +251,7 @@ int cmd_search(const SearchArgs& a) {
     p.kernel.reset();
     BestTable verified = outcome->best;
     const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
-                                 a.verify_max_rounds, limit.end);
+                                 a.verify_max_rounds, limit.end, plan_b_choices(b, p.space, outcome->trials));
     if (verified.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
     if (rc != 0 && rc != kExitNoLongerPays) {
       std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",

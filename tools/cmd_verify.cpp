@@ -42,7 +42,7 @@ void print_delivered(const BestTable& b) {
 }  // namespace
 
 int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements, bool fall_back, int max_rounds,
-                 Deadline deadline) {
+                 Deadline deadline, std::map<uint64_t, Json> plan_b) {
   const Json now = probe_fingerprint(ProbeScope::identity);
   if (check_fingerprint) {
     const Json stored = b.study.value("fingerprint", Json::object());
@@ -57,6 +57,7 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
   o.verify.rounds = rounds;
   o.verify.max_rounds = max_rounds;
   o.verify.deadline = deadline;
+  o.plan_b = std::move(plan_b);
   o.verify.fingerprint_id = now.value("id", "");
   o.measurements = measurements;
   o.fall_back = fall_back;
@@ -70,7 +71,8 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
     if (tty) std::fprintf(stderr, "\r\033[K");
     print_delivered(measured);
   };
-  o.on_fallback = [](bool again) {
+  o.on_fallback = [&b](bool again) {
+    if (!b.plan.notes.empty()) std::printf("plan: %s\n", b.plan.notes.back().c_str());
     std::printf(again ? "the plan changed after its delivered measurement; measuring it again\n"
                       : "the plan did not ship after its last delivered measurement: it is the library's defaults now\n");
   };

@@ -61,6 +61,36 @@ void fall_back_to_defaults(BestTable& best, const std::string& why) {
   finish_ranges(best);
 }
 
+std::map<uint64_t, Json> plan_b_choices(const BestTable& best, const Space& space, const std::vector<Trial>& trials) {
+  std::map<uint64_t, Json> out;
+  const Json job = job_part(best.default_config, best.plan.scopes);
+  for (const auto& s : best.sizes) {
+    const auto ts = trials_with_job(space, trials, s.bytes, job, best.plan.scopes, nullptr);
+    if (ts.empty()) continue;
+    const Json config = space.config_to_json(ts.front()->config);
+    if (config != best.default_config) out[s.bytes] = config;
+  }
+  return out;
+}
+
+bool adopt_plan_b(BestTable& best, const std::map<uint64_t, Json>& choices) {
+  if (!best.plan.job_is_default || choices.empty()) return false;
+  std::vector<std::string> sizes;
+  for (auto& s : best.sizes) {
+    const auto it = choices.find(s.bytes);
+    if (it == choices.end()) continue;
+    s.chosen_config = it->second;
+    s.chosen_is_default = false;
+    sizes.push_back(format_bytes(s.bytes));
+  }
+  if (sizes.empty()) return false;
+  best.plan.notes.push_back(fmt::format("instead: the library's own job-wide part with the search's best per-size "
+                                        "choices under it at {} (not certified; the delivered verdict decides)",
+                                        join(sizes, ", ")));
+  finish_ranges(best);
+  return true;
+}
+
 bool apply_delivered_fallback(BestTable& best) {
   const bool judged = !best.delivery.verdict.empty();
   const Verdict verdict = verdict_from_string(best.delivery.verdict);
@@ -239,6 +269,14 @@ Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptio
   DeliveredPlan out;
   ACCELTUNE_TRY_ASSIGN(std::unique_ptr<ResultStore> store, open_store("dir", best.dir));
   const int measurements = std::max(1, options.measurements);
+  bool plan_b_tried = false;
+  if (options.fall_back && plan_is_default(best) && adopt_plan_b(best, options.plan_b)) {
+    // Certification left the defaults (no significant gain in its rounds): the search's per-size
+    // choices under the library's own job-wide part are measured instead; the verdict decides.
+    plan_b_tried = true;
+    ACCELTUNE_TRY(write_plan_files(best));
+    ACCELTUNE_TRY(store->write_best(best.to_json()));
+  }
   for (int pass = 0; pass < measurements; ++pass) {
     if (pass > 0 && deadline_passed(options.verify.deadline)) {
       // The changed plan cannot be measured again in time: what is exported is never unproven.
@@ -284,7 +322,10 @@ Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptio
     }
     const bool again = pass + 1 < measurements;
     if (again) {
+      const bool job_was_set = !best.plan.job_is_default;
       if (!apply_delivered_fallback(best)) return out;
+      // The job-wide part went back to the library's: its per-size choices may still pay.
+      if (job_was_set && !plan_b_tried && plan_is_default(best)) plan_b_tried = adopt_plan_b(best, options.plan_b);
     } else {
       // The last measurement did not prove it: what is exported is the defaults, never unproven.
       fall_back_to_defaults(best, fmt::format("after {} delivered measurements the plan's verdict was still '{}' ({}): "

@@ -12,6 +12,8 @@
 #include "tuner/best.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/duration.hpp"
+#include "tuner/space.hpp"
+#include "tuner/trial.hpp"
 
 namespace acceltune {
 
@@ -68,6 +70,15 @@ bool apply_delivered_fallback(BestTable& best);
 // The whole plan back to the library's defaults, `why` in its notes.
 void fall_back_to_defaults(BestTable& best, const std::string& why);
 
+// Per size, the best config the search measured under the library's own job-wide part, where it
+// is not the default config: the per-size choices a job can still load when the certified
+// job-wide part does not ship (an Open MPI rules file under the default messaging layer).
+std::map<uint64_t, Json> plan_b_choices(const BestTable& best, const Space& space, const std::vector<Trial>& trials);
+
+// The plan under the library's own job-wide part with `choices` per size; false (nothing changed)
+// when the plan's job-wide part is not the library's or no choice differs from the defaults.
+bool adopt_plan_b(BestTable& best, const std::map<uint64_t, Json>& choices);
+
 // Whether the delivered plan pays: its verdict ships (tables measured before verdicts: no size
 // significantly slower). A plan not verified pays (no evidence against it).
 bool delivery_pays(const BestTable& best);
@@ -90,6 +101,11 @@ struct DeliverOptions {
   VerifyOptions verify;
   int measurements = 1;
   bool fall_back = false;
+  // Per size, the search's best config under the library's own job-wide part (plan_b_choices):
+  // with `fall_back`, a plan whose job-wide part delivered too little falls back to these, once,
+  // and is measured again before it falls back to the defaults; a plan certification left at the
+  // defaults is measured with them.
+  std::map<uint64_t, Json> plan_b;
   std::function<void(const BestTable&)> on_measured;  // after each measurement, once best.json holds it
   // After the plan changed and its files were written; `again`: it will be measured again.
   std::function<void(bool again)> on_fallback;
