@@ -1,11 +1,16 @@
 // The bring-up page (`acceltune bringup`'s report.html): the node, every family with its studies'
 // certified and delivered gains, what was skipped and why, how a job loads the bundle, the merged
 // environment with its notes, then each study's own sections from the report page.
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "results/html_page.hpp"
 #include "results/report_html.hpp"
 #include "probe/links.hpp"
+#include "results/svg.hpp"
+#include "tuner/family.hpp"
 
 namespace acceltune {
 
@@ -50,6 +55,89 @@ std::string efficiency_cell(const Json& study) {
   return o;
 }
 
+// A ratio drawn on the chart's axis, which shows 0.25x to 8x (a wider interval runs to its edge).
+double clip_ratio(double r) { return std::clamp(r, 0.25, 8.0); }
+
+svg::Point ratio_point(double x, double ratio, double lo, double hi) {
+  svg::Point p{x, clip_ratio(ratio)};
+  if (std::isfinite(lo) && std::isfinite(hi) && hi > 0) {
+    p.lo = clip_ratio(std::max(lo, 1e-9));
+    p.hi = clip_ratio(hi);
+  }
+  return p;
+}
+
+// The studies whose bundle lines were commented out (the merged environment's "left out" lines).
+std::set<std::string> removed_studies(const Json& summary) {
+  std::set<std::string> out;
+  for (const auto& l : summary.value("env", Json::array())) {
+    if (!l.value("left_out", false)) continue;
+    for (const auto& s : l.value("from", Json::array())) {
+      if (s.is_string()) out.insert(s.get<std::string>());
+    }
+  }
+  return out;
+}
+
+// Certified against delivered, per study and size, with their 95% intervals: what acceltune
+// measured inside its kernels beside what a plain job measured with the files loaded. Studies
+// whose params no job loads (advice) are left out; a study with lines removed from the bundle is
+// marked.
+std::string gains_chart_html(const Json& summary, const std::vector<StudyData>& studies) {
+  std::map<std::string, Json> bundle_of;  // space -> the bundle's per-size figures
+  for (const auto& f : summary.value("families", Json::array())) {
+    for (const auto& s : f.value("studies", Json::array())) {
+      if (s.contains("bundle") && s["bundle"].is_object()) bundle_of[text_of(s, "space")] = s["bundle"].value("sizes", Json::array());
+    }
+  }
+  const std::set<std::string> removed = removed_studies(summary);
+  svg::Chart c;
+  c.x.scale = svg::Scale::category;
+  c.x.label = "study and message size";
+  c.y.scale = svg::Scale::log10;
+  c.y.label = "ratio to the library's defaults (x)";
+  c.y.min = 0.25;
+  c.y.max = 8;
+  svg::Series cert{"certified (inside acceltune)", {}, svg::palette(0)}, own{"delivered: own plan", {}, svg::palette(1)},
+      bund{"delivered: bundle", {}, svg::palette(2)}, one{"no change (1x)", {}, "#999999"};
+  cert.line = own.line = bund.line = false;
+  own.marker = svg::Marker::square;
+  bund.marker = svg::Marker::diamond;
+  one.dashed = true;
+  one.marker = svg::Marker::none;
+  for (const auto& s : studies) {
+    const FamilyInfo* family = family_of_kernel(s.best.kernel);
+    if (family && !family->advice.empty()) continue;
+    const Json bundle = bundle_of.count(s.space.name()) ? bundle_of[s.space.name()] : Json::array();
+    for (const auto& z : s.best.sizes) {
+      const double x = static_cast<double>(c.x.categories.size());
+      // The size, and under it the study (marked where its bundle lines were removed).
+      c.x.categories.push_back(format_bytes(z.bytes) + "\n" + s.space.name() +
+                               (removed.count(s.space.name()) ? " (lines removed)" : ""));
+      if (z.certified_ratio) {
+        cert.points.push_back(ratio_point(x, *z.certified_ratio, z.ci_low.value_or(NAN), z.ci_high.value_or(NAN)));
+      }
+      if (z.delivered) own.points.push_back(ratio_point(x, z.delivered->ratio, z.delivered->ci_low, z.delivered->ci_high));
+      for (const auto& b : bundle) {
+        if (b.value("bytes", uint64_t{0}) != z.bytes) continue;
+        bund.points.push_back(ratio_point(x, b.value("ratio", 1.0), b.value("ci_low", NAN),
+                                          b["ci_high"].is_number() ? b["ci_high"].get<double>() : NAN));
+      }
+    }
+  }
+  if (c.x.categories.empty()) return "";
+  one.points = {{-0.5, 1.0}, {static_cast<double>(c.x.categories.size()) - 0.5, 1.0}};
+  c.series = {one, cert, own, bund};
+  c.width = std::clamp(140.0 + 96.0 * static_cast<double>(c.x.categories.size()), 560.0, 1060.0);
+  c.height = 360;
+  return "<figure>\n" + svg::render(c) +
+         "\n<figcaption>Per study and message size: the certified gain (measured inside acceltune, the chosen config "
+         "interleaved with the default) beside the delivered gains (a plain job of the family with the study's own "
+         "plan, and with the merged bundle, interleaved with its defaults), each with its 95% interval; the axis "
+         "shows 0.25x to 8x, a wider interval runs to its edge. \"(lines removed)\": some of the study's lines were "
+         "written commented out of the bundle (see The merged environment).</figcaption>\n</figure>\n";
+}
+
 }  // namespace
 
 std::string bringup_html(const Json& summary, const std::vector<StudyData>& studies) {
@@ -63,8 +151,8 @@ std::string bringup_html(const Json& summary, const std::vector<StudyData>& stud
   }
   o += "<section id=\"node\">\n<table class=\"kv\">\n";
   o += fmt::format("<tr><th>node</th><td>{}</td></tr>\n", h(fingerprint_summary(fp)));
-  o += fmt::format("<tr><th>time</th><td>{} to {} (UTC): {:.0f} s, of which {:.0f} s searching by the time limit, "
-                   "then certification and delivered measurements</td></tr>\n",
+  o += fmt::format("<tr><th>time</th><td>{} to {} (UTC): {:.0f} s of a {:.0f} s time limit, which bounds the whole "
+                   "bring-up: searching, certification, delivered measurements and the bundle's</td></tr>\n",
                    h(text_of(summary, "started")), h(text_of(summary, "finished")), summary.value("seconds", 0.0),
                    summary.value("time_limit_seconds", 0.0));
   o += "</table>\n</section>\n";
@@ -95,6 +183,7 @@ std::string bringup_html(const Json& summary, const std::vector<StudyData>& stud
     }
   }
   o += "</table>\n";
+  o += gains_chart_html(summary, studies);
   o += fmt::format("<p class=\"note\">Against the link's ceiling: the best certified figure over the ceiling of the link "
                    "the study crossed ({}); the links and their ceilings are listed under Links.</p>\n",
                    h(verdict_thresholds_text()));

@@ -24,12 +24,12 @@ body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222;backgro
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:3px;margin-top:28px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border:1px solid #d4d4d4;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{width:170px}
 .warn{background:#fff4d6;border:1px solid #e0b94a;padding:6px 10px;margin:6px 0;font-size:13px}
 .note{color:#555;font-size:13px}
 figure{margin:8px 0}figcaption{font-size:12px;color:#444;max-width:900px}
-code{font-size:12px;background:#f6f6f6;padding:0 3px}
+code{font-size:12px;background:#f6f6f6;padding:0 3px;overflow-wrap:anywhere}
 .sig{color:#1a7f37;font-weight:bold}.insig{color:#777}.slow{color:#b42318;font-weight:bold}
 details{font-size:13px;margin:6px 0}
 td.headline{min-width:160px}.sig,.insig,.slow{white-space:nowrap}
@@ -42,7 +42,8 @@ std::string h(const std::string& s) { return escape(s); }
 std::string verdict_html(const Json& e) {
   if (!e.is_object() || !e.contains("efficiency") || !e["efficiency"].is_number()) {
     const std::string why = e.is_object() && e.contains("why_none") && e["why_none"].is_string() ? e["why_none"].get<std::string>() : "";
-    return "<span class=\"insig\">none: " + escape(why) + "</span>";
+    // Only the verdict keeps to one line: the reason wraps with its column.
+    return "<span class=\"insig\">none</span><span class=\"note\">: " + escape(why) + "</span>";
   }
   const std::string verdict = e.value("verdict", "");
   const char* cls = verdict == "good" ? "sig" : verdict == "investigate" ? "slow" : "";

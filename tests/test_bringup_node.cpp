@@ -92,7 +92,8 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   // The report: well-formed, and Chromium renders it without console messages.
   const std::string html = test::read_file(t / "b" / "report.html");
   EXPECT_EQ(test::check_well_formed(html), "");
-  for (const char* s : {"host-copy", "ucx-shm", "tcp-stream", "Skipped", "job.sh", "against the link's ceiling", "Links"}) {
+  for (const char* s : {"host-copy", "ucx-shm", "tcp-stream", "Skipped", "job.sh", "against the link's ceiling", "Links",
+                        "certified (inside acceltune)", "delivered: own plan", "delivered: bundle"}) {
     EXPECT_NE(html.find(s), std::string::npos) << s;
   }
   const std::string chromium = test::chromium_binary();
@@ -101,6 +102,18 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
   EXPECT_FALSE(test::has_console_message(dom.err)) << dom.err;
   EXPECT_NE(dom.out.find("acceltune bring-up"), std::string::npos);
+  // It fits a 1,300-pixel window without scrolling sideways: the page with a line of script that
+  // writes how far its content reaches past the window's width (0 when it fits).
+  std::string measured = html;
+  measured.insert(measured.rfind("</body>"), "<script>document.body.setAttribute('data-over', String("
+                                             "document.documentElement.scrollWidth - "
+                                             "document.documentElement.clientWidth));</script>");
+  test::write_file(t / "measured.html", measured);
+  auto wide = test::run_chromium(chromium, t / "profile", "--window-size=1300,1000 --dump-dom", t / "measured.html");
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  const auto at = wide.out.find("data-over=\"");
+  ASSERT_NE(at, std::string::npos) << wide.out.substr(0, 400);
+  EXPECT_EQ(std::stoi(wide.out.substr(at + 11)), 0) << "pixels past a 1,300-pixel window";
 }
 
 }  // namespace
