@@ -295,7 +295,9 @@ TEST(Plan, PlanBIsTheBestPerSizeChoiceUnderTheLibrarysOwnJobWidePart) {
   ASSERT_TRUE(adopt_plan_b(b, choices));
   for (const auto& s : b.sizes) {
     EXPECT_EQ(s.chosen_is_default, s.bytes != 1024) << s.bytes;
-    if (s.bytes == 1024) EXPECT_EQ(s.chosen_config["alg"], "rd");
+    if (s.bytes == 1024) {
+      EXPECT_EQ(s.chosen_config["alg"], "rd");
+    }
   }
   EXPECT_NE(b.plan.notes.back().find("not certified; the delivered verdict decides"), std::string::npos);
   EXPECT_FALSE(adopt_plan_b(b, {}));  // nothing to adopt
