@@ -32,7 +32,8 @@ figure{margin:8px 0}figcaption{font-size:12px;color:#444;max-width:900px}
 code{font-size:12px;background:#f6f6f6;padding:0 3px;overflow-wrap:anywhere}
 .sig{color:#1a7f37;font-weight:bold}.insig{color:#777}.slow{color:#b42318;font-weight:bold}
 details{font-size:13px;margin:6px 0}
-td.headline{min-width:160px}.sig,.insig,.slow{white-space:nowrap}
+td.headline{min-width:120px}
+section{overflow-x:auto}
 )~";
 
 }  // namespace
