@@ -261,5 +261,31 @@ TEST(Families, TheBundleLeavesOutWhatMakesItsStudySlower) {
   }
 }
 
+// UCX's shared-memory and network paths read one environment: a threshold from the shared-memory
+// study ships only when the network study was measured under the bundle too.
+TEST(Families, ALineThatGovernsAnUnmeasuredPathIsLeftOut) {
+  const auto bundle_of = [](const std::string& var) {
+    bringup::Bundle b;
+    bringup::EnvLine l;
+    l.var = var;
+    l.value = "inf";
+    l.from = {var == "ACCELTUNE_ECHO_CHUNK" ? "echo" : "ucx-shm"};
+    b.env.push_back(l);
+    return b;
+  };
+  const std::map<std::string, std::string> family_of = {{"ucx-shm", "ucx"}, {"ucx-tcp", "ucx"}, {"echo", "echo"}};
+  bringup::Bundle one = bundle_of("UCX_ZCOPY_THRESH");
+  bringup::leave_out_unmeasured_paths(one, family_of, {"ucx-shm"});
+  EXPECT_TRUE(one.env[0].left_out);
+  EXPECT_NE(one.env[0].why.find("governs ucx-tcp's path too"), std::string::npos) << one.env[0].why;
+  ASSERT_EQ(one.notes.size(), 1u);
+  bringup::Bundle both = bundle_of("UCX_ZCOPY_THRESH");
+  bringup::leave_out_unmeasured_paths(both, family_of, {"ucx-shm", "ucx-tcp"});
+  EXPECT_FALSE(both.env[0].left_out) << both.env[0].why;
+  bringup::Bundle other = bundle_of("ACCELTUNE_ECHO_CHUNK");  // a family whose spaces do not share paths
+  bringup::leave_out_unmeasured_paths(other, family_of, {});
+  EXPECT_FALSE(other.env[0].left_out) << other.env[0].why;
+}
+
 }  // namespace
 }  // namespace acceltune

@@ -95,6 +95,10 @@ struct FamilyInfo {
   // Why a value of one of its variables cannot go into a job across nodes (measured within one
   // node), empty when it can.
   std::function<std::string(const std::string& var, const std::string& value)> single_node_only{};
+  // Its spaces measure different paths that one environment governs (UCX's shared memory and its
+  // network): a bundle line from one of its studies ships only when every one of its spaces was
+  // measured under the bundle.
+  bool one_env_for_all_paths = false;
   std::vector<BundleFile> bundle_files{};
   std::vector<std::string> links{};         // the link kinds its studies cross (probe/links.hpp rules)
   std::vector<std::string> far_ends{};      // PeerHandler names of its far end

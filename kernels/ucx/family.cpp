@@ -32,6 +32,7 @@ ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "ucx",
                            {{"ucx", "ucx-shm", nullptr, {}, 1, 10}, {"ucx", "ucx-tcp", nullptr, {}, 1, 10}}),
                        .env_prefixes = {"UCX_"},
                        .single_node_only = ::acceltune::ucx_single_node_only,
+                       .one_env_for_all_paths = true,
                        .bundle_files = {{.name = "ucx.env",
                                          .env_prefix = "UCX_",
                                          .about = "The UCX variables of acceltune.env, for UCX_* environments and "

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,13 @@ struct MergeOptions {
   // No round of a measurement starts after it (each keeps at least two): the bring-up's time limit.
   Deadline deadline;
 };
+
+// A line from a study of a family whose paths share one environment (FamilyInfo::
+// one_env_for_all_paths) stays in the bundle only when every space of that family was measured
+// under it (`measured`: the spaces measured); otherwise it is written commented out, naming the
+// paths it would govern unmeasured. `family_of_space`: each contributing study's family.
+void leave_out_unmeasured_paths(Bundle& out, const std::map<std::string, std::string>& family_of_space,
+                                const std::set<std::string>& measured);
 
 // Merges the contributions into one environment, settling conflicts by measurement, and measures
 // the merged environment through every study's client. Measurement failures become notes.

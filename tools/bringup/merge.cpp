@@ -420,6 +420,29 @@ void measure_merged(const std::vector<Contribution>& contributions, const MergeO
 
 }  // namespace
 
+void leave_out_unmeasured_paths(Bundle& out, const std::map<std::string, std::string>& family_of_space,
+                                const std::set<std::string>& measured) {
+  for (auto& l : out.env) {
+    if (l.left_out) continue;
+    for (const auto& study : l.from) {
+      const auto fam = family_of_space.find(study);
+      const FamilyInfo* f = fam == family_of_space.end() ? nullptr : FamilyRegistry::instance().find(fam->second);
+      if (!f || !f->one_env_for_all_paths) continue;
+      std::vector<std::string> unmeasured;
+      for (const auto& space : f->spaces) {
+        if (!measured.count(space)) unmeasured.push_back(space);
+      }
+      if (unmeasured.empty()) continue;
+      l.left_out = true;
+      l.why = fmt::format("left out: it governs {}'s path too (one {} environment for every path), which was not "
+                          "measured under the bundle; uncomment it only for jobs that stay on {}'s path",
+                          join(unmeasured, ", "), fam->second, study);
+      out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, l.why.substr(10)));
+      break;
+    }
+  }
+}
+
 Bundle merge_and_verify(const std::vector<Contribution>& contributions, const MergeOptions& options) {
   Bundle out;
   const auto conflicting = conflicts(contributions);
@@ -447,10 +470,20 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
       if (d.state != "measured" && !d.failed) skip.insert(c);  // nothing measured before: nothing to measure again
     }
   }
+  std::map<std::string, std::string> family_of_space;
+  std::set<std::string> measured;
   for (const auto& c : contributions) {
+    if (const FamilyInfo* f = family_of_kernel(c.study->best.kernel)) {
+      for (const auto& [name, info] : families_in_order()) {
+        if (info == f) family_of_space[c.study->best.space] = name;
+      }
+    }
     const auto it = delivered.find(&c);
-    if (it != delivered.end()) out.delivered.push_back(it->second);
+    if (it == delivered.end()) continue;
+    out.delivered.push_back(it->second);
+    if (it->second.state == "measured") measured.insert(it->second.study);
   }
+  leave_out_unmeasured_paths(out, family_of_space, measured);
   comment_lines(contributions, out);
   return out;
 }
