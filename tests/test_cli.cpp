@@ -235,7 +235,9 @@ TEST(Cli, HostCopySearchWithATinyBudget) {
   }
   Json best = Json::parse(test::read_file(dir / "study" / "best.json"));
   ASSERT_EQ(best["sizes"].size(), 2u);
-  EXPECT_GE(best["sizes"][0]["ratio"].get<double>(), 1.0);  // the default is a candidate too
+  // The default is a candidate too: the best single measurement is never below it. (The
+  // recommendation, by the model's posterior mean, may be a config measured a little lower.)
+  EXPECT_GE(best["sizes"][0]["observed_value"].get<double>(), best["sizes"][0]["default_value"].get<double>());
   Json study = Json::parse(test::read_file(dir / "study" / "study.json"));
   EXPECT_EQ(study["space"]["name"], "host-copy");
   EXPECT_TRUE(study["fingerprint"].contains("cpu"));

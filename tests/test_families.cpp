@@ -261,6 +261,41 @@ TEST(Families, TheBundleLeavesOutWhatMakesItsStudySlower) {
   }
 }
 
+// The last resort of the bundle's passes: a study its bundle still fails with no line of its own
+// left takes nothing from the bundle. Two echo studies read one variable: the 1M study's 128K
+// chunk pays there and fails the other study's 64K job, so the line goes although its own study
+// passes with it.
+TEST(Families, AStudyStillFailedWithNoLineOfItsOwnTakesNothingFromTheBundle) {
+#if !ACCELTUNE_TEST_SEAMS
+  GTEST_SKIP() << "the test family is built only with ACCELTUNE_TEST_SEAMS";
+#endif
+  test::TempDir dir;
+  std::vector<StudyData> data;
+  for (const auto& [name, size] : {std::pair<std::string, std::string>{"echo-large", "1M"}, {"echo-small", "64K"}}) {
+    test::write_file(dir / (name + ".json"),
+                     R"({"name": ")" + name + R"(", "kernel": "echo", "sizes": [")" + size + R"("], "params": [
+                       {"name": "chunk", "kind": "ordinal", "values": [16, 4096], "default": 16,
+                        "env": "ACCELTUNE_ECHO_CHUNK"}], "search": {"strategy": "grid", "budget": 2}})");
+    auto r = run_cli({"search", "--space", (dir / (name + ".json")).string(), "--out", (dir / name).string(),
+                      "--certify-top", "0", "--verify-rounds", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto d = load_study_dir((dir / name).string());
+    ASSERT_TRUE(d) << d.error().message;
+    data.push_back(std::move(d).value());
+  }
+  bringup::Contribution large, small;
+  large.study = &data[0];
+  large.vars = {{"ACCELTUNE_ECHO_CHUNK", "131072"}};
+  small.study = &data[1];
+  bringup::MergeOptions mo;
+  mo.rounds = 3;
+  const bringup::Bundle b = bringup::merge_and_verify({large, small}, mo);
+  ASSERT_EQ(b.env.size(), 1u);
+  EXPECT_TRUE(b.env[0].left_out) << b.env[0].why;
+  EXPECT_NE(b.env[0].why.find("echo-small's job failed under the merged bundle"), std::string::npos) << b.env[0].why;
+  EXPECT_NE(b.env[0].why.find("its family takes nothing from it"), std::string::npos) << b.env[0].why;
+}
+
 // UCX's shared-memory and network paths read one environment: a threshold from the shared-memory
 // study ships only when the network study was measured under the bundle too.
 TEST(Families, ALineThatGovernsAnUnmeasuredPathIsLeftOut) {

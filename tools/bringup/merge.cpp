@@ -360,15 +360,16 @@ int drop_own_lines(const std::map<std::string, std::string>& offending, const De
 // The last resort: every line an offending study's job reads is commented out, so the bundle
 // loads nothing into that family's jobs.
 void drop_family_lines(const std::map<std::string, std::string>& offending, const std::vector<Contribution>& contributions,
-                       Bundle& out) {
+                       int passes, Bundle& out) {
   for (const auto& c : contributions) {
     const auto why = offending.find(c.study->best.space);
     if (why == offending.end()) continue;
     for (auto& l : out.env) {
       if (l.left_out || !reads(c, l.var)) continue;
       l.left_out = true;
-      l.why = fmt::format("left out: {} still, after {} measurements of the bundle: its family takes nothing from it",
-                          why->second, kMergePasses);
+      l.why = fmt::format("left out: {}, after {} measurement{} of the bundle{}: its family takes nothing from it",
+                          why->second, passes, passes == 1 ? "" : "s",
+                          passes < kMergePasses ? " with no line of its own left to remove" : "");
       out.notes.push_back(fmt::format("{} is written commented out: {}", l.var, l.why.substr(10)));
     }
   }
@@ -460,7 +461,7 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
     const auto offending = offenders(contributions, delivered);
     if (offending.empty()) break;
     if (pass == kMergePasses || drop_own_lines(offending, delivered, out) == 0) {
-      drop_family_lines(offending, contributions, out);
+      drop_family_lines(offending, contributions, pass, out);
       break;
     }
     out.notes.push_back(fmt::format("the bundle was measured again (pass {} of at most {}) without the lines above",
