@@ -118,4 +118,8 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
                  int max_rounds = 0, Deadline deadline = std::nullopt, std::map<uint64_t, Json> plan_b = {});
 inline constexpr int kExitNoLongerPays = 3;
 
+// The shares of `search --time-limit` that certification and the delivered measurement get; the
+// search has the rest (bring-up's progress line names the stage from them).
+inline constexpr double kCertifyShare = 0.2, kDeliverShare = 0.4;
+
 }  // namespace acceltune::cli

@@ -166,7 +166,7 @@ Run run_study_search(const bringup::Study& s, const fs::path& bundle, double lim
     }
     if (tty) {
       const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-      const char* phase = el < limit * 0.4 ? "searching" : "certifying and verifying";
+      const char* phase = el < limit * (1 - kCertifyShare - kDeliverShare) ? "searching" : "certifying and verifying";
       std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s: %lld trials, %s of %s; %s left overall", index + 1, count,
                    s.space.c_str(), phase, static_cast<long long>(count_lines(dir / "trials.jsonl")),
                    format_seconds(el).c_str(), format_seconds(limit).c_str(),

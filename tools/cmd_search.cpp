@@ -88,22 +88,22 @@ Expected<fs::path> study_dir_of(const SearchArgs& a, const std::string& space_na
 // run), and a stage that ends early leaves its time to the next; without certification or delivery
 // the search gets their share.
 struct TimeLimit {
-  double seconds = 0;
   Deadline search_end, certify_end, end;
 };
 
 TimeLimit time_limit_of(const SearchArgs& a, const Prepared& p, Clock::time_point started) {
   TimeLimit t;
-  t.seconds = a.time_limit > 0 ? a.time_limit : search_defaults(p.space).value("time_limit_seconds", 0.0);
-  if (t.seconds <= 0) return t;
-  const bool certifies = a.certify_top > 0 && a.certify_rounds > 0;
-  const bool delivers = a.verify_rounds > 0 && DeliveryRegistry::instance().find(p.space.kernel()) != nullptr;
-  const double search = 1.0 - (certifies ? 0.2 : 0.0) - (delivers ? 0.4 : 0.0);
+  const double seconds = a.time_limit > 0 ? a.time_limit : search_defaults(p.space).value("time_limit_seconds", 0.0);
+  if (seconds <= 0) return t;
+  const double certify = a.certify_top > 0 && a.certify_rounds > 0 ? kCertifyShare : 0.0;
+  const double deliver =
+      a.verify_rounds > 0 && DeliveryRegistry::instance().find(p.space.kernel()) != nullptr ? kDeliverShare : 0.0;
+  const double search = 1.0 - certify - deliver;
   const auto at = [&](double fraction) {
-    return started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t.seconds * fraction));
+    return started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds * fraction));
   };
   t.search_end = at(search);
-  t.certify_end = at(search + (certifies ? 0.2 : 0.0));
+  t.certify_end = at(search + certify);
   t.end = at(1.0);
   return t;
 }
@@ -240,7 +240,7 @@ int cmd_search(const SearchArgs& a) {
   print_best_table(b, p.space.definition(), stdout);
   print_efficiency(b.study, b, stdout);
   // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks.
-  const bool out_of_time = limit.end && Clock::now() >= *limit.end;
+  const bool out_of_time = deadline_passed(limit.end);
   if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 && DeliveryRegistry::instance().find(b.kernel) &&
       out_of_time) {
     std::printf("delivered: not verified: the time limit left no time for it ('acceltune verify %s' measures it)\n",

@@ -229,8 +229,7 @@ class Certifier {
     std::vector<std::vector<double>> v(cs.size() + 1);  // [0]: the default
     double last_round = 0;  // seconds the previous round took
     for (int r = 0; r < options_.rounds && !cancel_requested(); ++r) {
-      // The deadline: no round starts after it, nor one that would end after it once two are done.
-      if (r >= 1 && (past_deadline(0) || (r >= 2 && past_deadline(last_round)))) {
+      if (!round_may_start(options_.deadline, r, last_round)) {
         if (log_) log_(Json{{"event", "certify_time_limit"}, {"bytes", bytes}, {"rounds", r}, {"of", options_.rounds}});
         cut_short_ = true;
         break;
@@ -354,7 +353,7 @@ class Certifier {
   const std::function<void(const Json&)>& log_;
   const std::function<void(int, int)>& progress_;
   bool cut_short_ = false, skipped_for_time_ = false;
-  bool past_deadline(double ahead = 0) const { return deadline_passed(options_.deadline, ahead); }
+  bool past_deadline() const { return deadline_passed(options_.deadline); }
   const Ranking* ranking_;
   const Config def_;
   const std::string def_key_;

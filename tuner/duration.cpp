@@ -40,6 +40,11 @@ std::optional<double> parse_duration(std::string_view text_view, bool zero_allow
   return total;
 }
 
+bool round_may_start(const Deadline& deadline, int round, double last_round_seconds) {
+  if (round == 0) return true;
+  return !deadline_passed(deadline) && (round < 2 || !deadline_passed(deadline, last_round_seconds));
+}
+
 bool deadline_passed(const Deadline& deadline, double ahead) {
   return deadline && std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(ahead)) >=

@@ -21,4 +21,9 @@ using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 // Whether `deadline` has passed, or would have after `ahead` more seconds.
 bool deadline_passed(const Deadline& deadline, double ahead = 0);
 
+// Whether round `round` (from 0) of an interleaved measurement may start under `deadline`, the
+// previous round having taken `last_round_seconds`: the first always does; no round starts after
+// the deadline, nor, once two are done, one that would end after it.
+bool round_may_start(const Deadline& deadline, int round, double last_round_seconds);
+
 }  // namespace acceltune

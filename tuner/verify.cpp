@@ -154,8 +154,7 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
   int done = 0;
   double last_round = 0;  // seconds the previous round took
   for (int r = 0; r < cap && !cancel_requested(); ++r) {
-    // The deadline: no round starts after it, nor one that would end after it once two are done.
-    if (r >= 1 && (deadline_passed(options.deadline, 0) || (r >= 2 && deadline_passed(options.deadline, last_round)))) break;
+    if (!round_may_start(options.deadline, r, last_round)) break;
     const auto round_start = std::chrono::steady_clock::now();
     for (int k = 0; k < n && !cancel_requested(); ++k) {
       // Round r starts at arm r mod n: with one arm, defaults first in even rounds, the plan in odd.

@@ -474,11 +474,8 @@ Bundle merge_and_verify(const std::vector<Contribution>& contributions, const Me
   std::map<std::string, std::string> family_of_space;
   std::set<std::string> measured;
   for (const auto& c : contributions) {
-    if (const FamilyInfo* f = family_of_kernel(c.study->best.kernel)) {
-      for (const auto& [name, info] : families_in_order()) {
-        if (info == f) family_of_space[c.study->best.space] = name;
-      }
-    }
+    const std::string family = family_name_of_kernel(c.study->best.kernel);
+    if (!family.empty()) family_of_space[c.study->best.space] = family;
     const auto it = delivered.find(&c);
     if (it == delivered.end()) continue;
     out.delivered.push_back(it->second);
