@@ -311,9 +311,9 @@ void add_search_command(CLI::App& app, CommandList& list) {
       ->check(CLI::Range(0, 100));
   search->add_option("--verify-rounds", sa.verify_rounds,
                      "after certification, rounds of the plan loaded by a plain job of the family (mpirun with the "
-                     "rules and env files, ucx_perftest, iperf3) interleaved with the defaults, for the delivered gain; "
-                     "the first decision after these, and a plan that does not ship falls back; 0: off (default 5; acceltune "
-                     "verify DIR does it later)")
+                     "rules and env files, ucx_perftest, acceltune-tcp-client) interleaved with the defaults, for the "
+                     "delivered gain; the first decision after these, and a plan that does not ship falls back; 0: off "
+                     "(default 5; acceltune verify DIR does it later)")
       ->check(CLI::Range(0, 1000));
   search->add_option("--verify-max-rounds", sa.verify_max_rounds,
                      "rounds the delivered measurement may go on to until the plan's verdict is decided; a plan "

@@ -121,8 +121,8 @@ void add_verify_command(CLI::App& app, CommandList& list) {
       ->check(CLI::Range(2, 1000));
   v->footer(fmt::format(
       "The plan (the env export and its per-size files) is loaded by a plain client of the family, started the way "
-      "users start it: an MPI program under mpirun (openmpi-bin), ucx_perftest (ucx-utils), iperf3 in acceltune's own "
-      "network namespaces (iperf3; root). Families without one show \"not verified\". A changed machine is "
+      "users start it: an MPI program under mpirun (openmpi-bin), ucx_perftest (ucx-utils), acceltune-tcp-client in "
+      "acceltune's own network namespaces (root). Families without one show \"not verified\". A changed machine is "
       "reported field by field before measuring.\n"
       "Exit codes: 0 the plan ships (not worse than 0.97x at any size, faster at some; or nothing was verified), {} it "
       "does not, "

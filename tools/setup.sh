@@ -33,7 +33,7 @@ product=(
   libeigen3-dev        # the Gaussian process of the bayes strategy
   libnlopt-dev libnlopt-cxx-dev  # its hyper-parameter fits (L-BFGS)
   iproute2             # network namespaces and veth pairs (tcp-stream --netns, two-host tests)
-  iperf3               # acceltune verify: the plain client of tcp-stream studies
+  iperf3               # the TCP cross-check and fidelity benchmarks (tools/bench/)
   libucx-dev ucx-utils # the ucx kernel; ucx_perftest for its cross-check
   libopenmpi-dev openmpi-bin  # the mpi-coll kernel and distributed studies under mpirun
   libibverbs-dev       # the verbs kernel (RDMA)

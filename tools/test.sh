@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # stage | ctest labels | share of the CI budget in seconds | what it holds
 STAGES=(
   "fast|unit,integration|300|the core, strategies, spaces, the command line, kernels on this host, plugin, loader"
-  "netns|netns|90|two hosts in network namespaces: tcp-stream, delivered gains through iperf3 and ucx_perftest (root)"
+  "netns|netns|90|two hosts in network namespaces: tcp-stream, delivered gains through acceltune-tcp-client and ucx_perftest (root)"
   "mpi|mpi|150|mpi-coll under mpirun, delivered gains through the plain MPI client"
   "slow|slow|420|one whole bring-up of this node; a 4-rank search that verify loads"
   "bundle|bundle|90|the GPU bundle packed, moved and run without the build tree"

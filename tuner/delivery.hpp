@@ -1,8 +1,8 @@
 // Delivered gains: a study's export plan loaded the way a job loads it, by a plain client of the
 // kernel's family started the way users start it (an MPI program under mpirun with the rules file
-// and the env file, ucx_perftest with the env file, iperf3 after the reviewed script), measured
-// interleaved with the library's defaults. A family registers its client under its kernel's name;
-// a kernel without one is "not verified".
+// and the env file, ucx_perftest with the env file, acceltune-tcp-client after the reviewed
+// script), measured interleaved with the library's defaults. A family registers its client under
+// its kernel's name; a kernel without one is "not verified".
 #pragma once
 
 #include <map>

@@ -1,11 +1,20 @@
-// tcp-stream: the plain client of delivered gains is iperf3, a bulk transfer with iperf3's own
-// streams and write size (the application's choice: the export only advises on those), after
-// what the reviewed tcp-script export sets (results/tcp_script.cpp). It runs between two network
-// namespaces this session creates (kernels/netns.hpp), so applying a script's settings changes
-// nothing of the host: the veth pair's MTU, and the per-namespace sysctls tcp_wmem, tcp_rmem and
-// tcp_congestion_control, written in both namespaces as the script is run on both hosts.
+// tcp-stream: the plain client of delivered gains is acceltune-tcp-client (kernels/tcp/tcp_client.c),
+// a program of the project's own beside the acceltune binary that knows nothing of acceltune. It
+// times the tcp-stream kernel's unit, one acknowledged run of N bytes (the sender writes N bytes,
+// the receiver reads them all and answers one byte), per size over a fresh connection, with the
+// kernel's defaults on its sockets: no SO_SNDBUF/SO_RCVBUF, no TCP_NODELAY, one write of the
+// remainder at a time (the application's choices: the export only advises on those). Its value
+// per size is N over the median seconds per run, in GB/s.
+//
+// It runs after what the reviewed tcp-script export sets (results/tcp_script.cpp), between two
+// network namespaces this session creates (kernels/netns.hpp): the server in one
+// (`ip netns exec <server> acceltune-tcp-client serve`), the sender in the other (`... send` with
+// every size at once), so applying a script's settings changes nothing of the host: the veth
+// pair's MTU, and the per-namespace sysctls tcp_wmem, tcp_rmem and tcp_congestion_control,
+// written in both namespaces as the script is run on both hosts. A congestion control the
+// namespace refuses as its default goes to the sender's sockets (--congestion) instead.
 // net.core.wmem_max/rmem_max are left alone: they are not every kernel's per-namespace settings,
-// and iperf3 (no -w) sets no fixed socket buffer they would cap.
+// and the client sets no fixed socket buffer they would cap.
 //
 // The arms alternate on the same namespaces, so every measure() sets every setting, the defaults
 // arm's too: MTU 1500, the namespace's own tcp_wmem/tcp_rmem as created (autotuning), cubic.
@@ -17,39 +26,45 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
-#include <thread>
 
+#include "kernels/shared/child_process.hpp"
 #include "kernels/shared/netns.hpp"
+#include "tuner/binary.hpp"
 #include "tuner/delivery.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
-// One client run: calibrated to about kTargetRunSeconds, so this bounds a stalled transfer.
-constexpr double kRunTimeoutSeconds = 30.0;
-// How long a client retries "connection refused" while its server starts listening.
+constexpr const char* kClientName = "acceltune-tcp-client";
+constexpr const char* kClientEnv = "ACCELTUNE_TCP_CLIENT";
+// The client's own bounds (tcp_client.c): 3 s of "connection refused" while its server starts,
+// 30 s per run, and a server no sender reached leaves after its idle time (--idle-seconds).
 constexpr double kConnectSeconds = 3.0;
-// A one-off server that no client reached leaves after this long (iperf3 --idle-timeout).
 constexpr int kServerIdleSeconds = 5;
-// The first run of a size moves about this many bytes (0.2-0.8 s over the veth pair at 1.5-6
-// GB/s); a run that then takes less than kMinRunSeconds or more than kMaxRunSeconds (wall clock,
-// the tools' start included) rescales the size's transfer to kTargetRunSeconds for later runs.
-constexpr double kFirstRunBytes = 1024.0 * 1024 * 1024;
-constexpr double kMinRunSeconds = 0.2, kMaxRunSeconds = 1.0, kTargetRunSeconds = 0.5;
-constexpr uint64_t kMaxRunBytes = uint64_t{64} << 30;
-// iperf3's own default port, then onwards: a server left behind by a killed run keeps its port.
+// A sender that never ends (which its own per-run bound should rule out) is ended after this,
+// plus per size its connection and about 20 runs at a pessimistic 100 MB/s, so a large size is
+// never cut off while still moving.
+constexpr double kJobTimeoutSeconds = 60;
+constexpr double kSlowestBytesPerSecond = 1e8;
+constexpr double kRunsPerSizeAllowance = 20;
+// A port in the server's namespace, which nothing else uses; every measure() takes the next one,
+// so nothing of an earlier measure() (a connection still closing) meets the next one's server.
 constexpr int kFirstPort = 5201, kPortCount = 1000;
 
 // The settings a job gets from the reviewed script: the library defaults where the job-wide
@@ -145,35 +160,80 @@ std::string available_congestion() {
   return text;
 }
 
-// iperf3's own sentence from a failed run's output (-J prints {"error": "..."}), else its tail.
-std::string iperf3_complaint(const std::string& message) {
-  static const std::regex error_re("\"error\"\\s*:\\s*\"([^\"]*)\"");
-  std::smatch m;
-  if (std::regex_search(message, m, error_re)) return m[1].str();
-  return message.size() > 400 ? "..." + message.substr(message.size() - 400) : message;
+
+// A program's complaint for a message: its stderr without the surrounding blank space, its tail
+// when long.
+std::string complaint(const Child::Result& r) {
+  std::string t = r.err;
+  t.erase(0, std::min(t.size(), t.find_first_not_of(" \t\r\n")));
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  if (t.size() > 600) t = "..." + t.substr(t.size() - 600);
+  if (!t.empty()) return t;
+  if (r.timed_out) return "no output before it was stopped";
+  return fmt::format("no output, exit status {}", r.exit_code);
 }
 
-// The JSON report of an iperf3 run (-J), or its complaint: iperf3 may exit 0 after a failed
-// connect, with only {"error": ...} to say so.
-Expected<Json> iperf3_report(const Expected<std::string>& run) {
-  if (!run) return runtime_error("{}", iperf3_complaint(run.error().message));
-  const std::string& text = *run;
-  const auto first = text.find('{'), last = text.rfind('}');
-  const Json report = first == std::string::npos || last == std::string::npos || last < first
-                          ? Json()
-                          : Json::parse(text.substr(first, last - first + 1), nullptr, false);
-  if (report.is_object() && report.contains("error")) {
-    return runtime_error("{}", report["error"].is_string() ? report["error"].get<std::string>() : report["error"].dump());
+// The client's lines "size=N median_seconds=T mean_seconds=M runs=R", as GB/s per size asked for
+// (from the median, as the kernel's value is).
+std::map<uint64_t, double> parse_client_lines(const std::string& out, const std::vector<uint64_t>& sizes) {
+  static const std::regex line_re(R"(^size=(\d+) median_seconds=(\S+)(?: mean_seconds=\S+)? runs=(\d+)\s*$)");
+  std::map<uint64_t, double> values;
+  std::stringstream ss(out);
+  for (std::string line; std::getline(ss, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) continue;
+    const uint64_t size = std::strtoull(m[1].str().c_str(), nullptr, 10);
+    const double seconds = std::strtod(m[2].str().c_str(), nullptr);
+    if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) continue;
+    if (!(seconds > 0) || !std::isfinite(seconds) || std::stoll(m[3].str()) < 1) continue;
+    values[size] = static_cast<double>(size) / seconds / 1e9;
   }
-  if (!report.is_object() || !report.contains("end")) {
-    return runtime_error("iperf3 printed no JSON report: {}", iperf3_complaint(text));
-  }
-  return report;
+  return values;
 }
 
-class IperfSession final : public DeliverySession {
+std::string join_sizes(const std::vector<uint64_t>& sizes) {
+  std::string s;
+  for (uint64_t v : sizes) s += (s.empty() ? "" : ",") + std::to_string(v);
+  return s;
+}
+
+// `ip`, which enters the namespaces for the client: on PATH, else where iproute2 puts it.
+std::optional<std::string> find_ip() {
+  if (auto p = find_on_path("ip")) return p;
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (::access(p, X_OK) == 0) return std::string(p);
+  }
+  return std::nullopt;
+}
+
+// The client: ACCELTUNE_TCP_CLIENT when set, else beside the acceltune binary.
+Expected<std::string> find_client() {
+  if (const char* c = std::getenv(kClientEnv); c && *c) {
+    if (::access(c, X_OK) != 0) {
+      return runtime_error("acceltune verify: {} names '{}', which is not an executable; point it at the built {} "
+                           "or unset it",
+                           kClientEnv, c, kClientName);
+    }
+    return std::string(c);
+  }
+  auto exe = acceltune_binary();
+  if (!exe) {
+    return runtime_error("acceltune verify: cannot find {} beside the acceltune binary: {}; set {} to its path",
+                         kClientName, exe.error().message, kClientEnv);
+  }
+  const fs::path beside = fs::path(*exe).parent_path() / kClientName;
+  if (::access(beside.c_str(), X_OK) != 0) {
+    return runtime_error("acceltune verify: the TCP client {} is not beside the acceltune binary ({}); build the "
+                         "target {} or set {} to its path",
+                         kClientName, beside.string(), kClientName, kClientEnv);
+  }
+  return beside.string();
+}
+
+class TcpClientSession final : public DeliverySession {
  public:
-  explicit IperfSession(std::unique_ptr<NetnsPair> pair) : pair_(std::move(pair)) {}
+  TcpClientSession(std::unique_ptr<NetnsPair> pair, Json study, std::string ip, std::string client)
+      : pair_(std::move(pair)), study_(std::move(study)), ip_(std::move(ip)), client_(std::move(client)) {}
 
   // The namespaces' tcp_wmem/tcp_rmem as created: what "0, autotuning" restores.
   Status remember_defaults() {
@@ -193,24 +253,15 @@ class IperfSession final : public DeliverySession {
       return runtime_error("acceltune verify: applying the {} arm's tcp-script settings failed: {}", arm.name,
                            applied.error().message);
     }
-    std::map<uint64_t, double> out;
-    std::string first_error;
-    for (uint64_t size : sizes) {
-      auto v = measure_size(s, *applied, arm.name, size);
-      if (v) out[size] = *v;
-      else if (first_error.empty()) first_error = v.error().message;
-    }
-    if (out.empty() && !sizes.empty()) {
-      return runtime_error("acceltune verify: iperf3 measured no size under the {} arm: {}", arm.name, first_error);
-    }
-    return out;
+    if (sizes.empty()) return std::map<uint64_t, double>{};
+    return run_client(s, *applied, arm, sizes);
   }
 
  private:
   std::vector<std::string> namespaces() const { return {pair_->info().server, pair_->info().client}; }
 
   // Sets everything the script sets, in both namespaces; true when the congestion control must
-  // come per socket (iperf3 -C) instead.
+  // come per socket (the client's --congestion) instead.
   Expected<bool> apply(const ScriptSettings& s) {
     const NetnsPairInfo& in = pair_->info();
     ACCELTUNE_TRY(set_link_mtu(in.server, in.server_link, s.mtu_bytes));
@@ -244,110 +295,85 @@ class IperfSession final : public DeliverySession {
     return per_socket;
   }
 
-  uint64_t bytes_for(uint64_t size) {
-    auto it = multiples_.find(size);
-    const uint64_t unit = std::max<uint64_t>(size, 1);
-    const uint64_t multiple =
-        it != multiples_.end() ? it->second
-                               : std::max<uint64_t>(1, static_cast<uint64_t>(kFirstRunBytes / static_cast<double>(unit)));
-    return std::min(unit * multiple, std::max(unit, kMaxRunBytes));
-  }
-
-  // The size's transfer stays as its first run sets it, so both arms move the same bytes.
-  void calibrate(uint64_t size, uint64_t bytes, double wall_seconds) {
-    if (multiples_.count(size)) return;
-    const uint64_t unit = std::max<uint64_t>(size, 1);
-    double multiple = static_cast<double>(bytes / unit);
-    if (wall_seconds < kMinRunSeconds || wall_seconds > kMaxRunSeconds) {
-      multiple = multiple * kTargetRunSeconds / std::max(wall_seconds, 1e-3);
-    }
-    multiples_[size] = std::max<uint64_t>(1, static_cast<uint64_t>(multiple));
-  }
-
   int next_port() {
     const int port = kFirstPort + port_offset_;
     port_offset_ = (port_offset_ + 1) % kPortCount;
     return port;
   }
 
-  // One iperf3 server and client moving a multiple of `size`: GB/s (1e9 bytes per second).
-  Expected<double> measure_size(const ScriptSettings& s, bool congestion_per_socket, const std::string& arm,
-                                uint64_t size) {
+  // One server and one sender over all sizes: GB/s (1e9 bytes per second) per size it measured.
+  Expected<std::map<uint64_t, double>> run_client(const ScriptSettings& s, bool congestion_per_socket,
+                                                  const DeliveryArm& arm, const std::vector<uint64_t>& sizes) {
     const NetnsPairInfo& in = pair_->info();
-    const uint64_t bytes = bytes_for(size);
     const std::string port = std::to_string(next_port());
-    const std::string where = fmt::format("iperf3 -n {} for size {} ({} arm)", bytes, size, arm);
+    const std::vector<std::string> env = job_environment(study_, arm);
+    double timeout = kJobTimeoutSeconds;
+    for (uint64_t size : sizes) {
+      timeout += kConnectSeconds + kRunsPerSizeAllowance * static_cast<double>(size) / kSlowestBytesPerSecond;
+    }
 
-    Expected<std::string> server = runtime_error("internal: the server thread did not run");
-    std::atomic<bool> server_done{false};
-    std::thread server_thread([&] {
-      server = run_command({"ip", "netns", "exec", in.server, "iperf3", "-s", "-1", "-B", in.server_addr, "-p", port,
-                            "--idle-timeout", std::to_string(kServerIdleSeconds)},
-                           kRunTimeoutSeconds + kConnectSeconds + kServerIdleSeconds);
-      server_done = true;
-    });
-    std::vector<std::string> client_argv = {"ip", "netns", "exec", in.client, "iperf3", "-c", in.server_addr,
-                                            "-p", port, "-n", std::to_string(bytes), "-J"};
+    const std::vector<std::string> server_argv = {ip_,     "netns",  "exec",   in.server,      client_,
+                                                  "serve", "--bind", in.server_addr, "--port", port,
+                                                  "--idle-seconds", std::to_string(kServerIdleSeconds)};
+    ChildOptions options;
+    options.own_group = true;
+    ACCELTUNE_TRY_ASSIGN(auto server, Child::start(server_argv, env, options));
+
+    std::vector<std::string> sender_argv = {ip_,   "netns", "exec",        in.client, client_, "send",
+                                            "--to", in.server_addr, "--port", port,   "--sizes", join_sizes(sizes)};
     if (congestion_per_socket) {
-      client_argv.push_back("-C");
-      client_argv.push_back(s.congestion);
+      sender_argv.push_back("--congestion");
+      sender_argv.push_back(s.congestion);
     }
-    Expected<Json> report = runtime_error("internal: the client did not run");
-    double wall_seconds = 0;
-    const auto connect_until = Clock::now() + std::chrono::duration<double>(kConnectSeconds);
-    while (true) {
-      const auto t0 = Clock::now();
-      report = iperf3_report(run_command(client_argv, kRunTimeoutSeconds));
-      wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      const bool refused = !report && report.error().message.find("Connection refused") != std::string::npos;
-      if (refused && !server_done && Clock::now() < connect_until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      break;
+    auto sender = Child::run(sender_argv, env, timeout, options);
+    // A sender that failed sent no "quit": its server would wait out its idle time.
+    if (!sender || !sender->ok()) server->kill();
+    const Child::Result served =
+        server->finish(Child::Clock::now() + std::chrono::duration_cast<Child::Clock::duration>(
+                                                 std::chrono::duration<double>(kServerIdleSeconds + 5.0)));
+    if (!sender) return sender.error();
+
+    const std::string where = fmt::format("acceltune verify: {} under the {} arm", kClientName, arm.name);
+    if (sender->ok() && !served.ok()) {
+      // The sender's lines stand only when its server saw every run through (it checks the bytes).
+      return runtime_error("{}: its server failed: {}", where, complaint(served));
     }
-    // A server no client reached leaves by its idle timeout, seconds at most.
-    server_thread.join();
-    if (!report) {
-      return runtime_error("{} failed: {}; server: {}", where, report.error().message,
-                           server ? iperf3_complaint(*server) : iperf3_complaint(server.error().message));
+    std::map<uint64_t, double> values = parse_client_lines(sender->out, sizes);
+    const size_t distinct = std::set<uint64_t>(sizes.begin(), sizes.end()).size();
+    if (sender->ok() && values.size() != distinct) {
+      return runtime_error("{}: it exited 0 but printed {} of {} sizes: {}", where, values.size(), distinct,
+                           sender->out.empty() ? "no output" : sender->out);
     }
-    const Json received = (*report)["end"].value("sum_received", Json::object());
-    const double bits_per_second = received.value("bits_per_second", 0.0);
-    // The receiver's count stops when the sender says it is done, before it drains its socket
-    // buffer, so it is a little short of -n; the sender's must be all of it.
-    const double sent_bytes = (*report)["end"].value("sum_sent", Json::object()).value("bytes", 0.0);
-    if (!(bits_per_second > 0)) return runtime_error("{}: iperf3 reported no received bandwidth", where);
-    if (sent_bytes < static_cast<double>(bytes)) {
-      return runtime_error("{}: the sender moved {:.0f} of {} bytes", where, sent_bytes, bytes);
+    // A size that failed is absent; the sizes before it stand.
+    if (values.empty()) {
+      const std::string why = sender->timed_out
+                                  ? fmt::format("it did not finish within {:.0f} s", timeout)
+                                  : complaint(*sender);
+      const bool server_said = !served.err.empty() && served.err.find_first_not_of(" \t\r\n") != std::string::npos;
+      return runtime_error("{} measured no size: {}{}", where, why,
+                           server_said ? "; server: " + complaint(served) : std::string());
     }
-    const std::string used = (*report)["end"].value("sender_tcp_congestion", std::string());
-    if (!used.empty() && used != s.congestion) {
-      return runtime_error("{}: the sender used congestion control '{}', not the arm's '{}'", where, used, s.congestion);
-    }
-    calibrate(size, bytes, wall_seconds);
-    return bits_per_second / 8 / 1e9;
+    return values;
   }
 
   std::unique_ptr<NetnsPair> pair_;
+  Json study_;
+  std::string ip_, client_;
   std::map<std::string, std::string> initial_;  // "<netns> <key>" -> value as created
-  std::map<uint64_t, uint64_t> multiples_;      // per size, from its first run
   int port_offset_ = 0;
 };
 
-Expected<std::unique_ptr<DeliverySession>> open_iperf(const Json&) {
+Expected<std::unique_ptr<DeliverySession>> open_tcp_client(const Json& study) {
   if (!may_manage_netns()) {
-    return runtime_error("acceltune verify: a tcp-stream study is verified with iperf3 between network namespaces "
-                         "acceltune creates, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN); run it as root");
+    return runtime_error("acceltune verify: a tcp-stream study is verified with {} between network namespaces "
+                         "acceltune creates, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN); run it as root",
+                         kClientName);
   }
-  if (auto iperf = run_command({"iperf3", "--version"}); !iperf) {
-    if (iperf.error().message.find("is not installed") != std::string::npos) {
-      return runtime_error("acceltune verify: iperf3 not found; install the Debian package iperf3");
-    }
-    return iperf.error();
-  }
+  ACCELTUNE_TRY_ASSIGN(std::string client, find_client());
+  const auto ip = find_ip();
+  if (!ip) return runtime_error("acceltune verify: the ip command not found; install the Debian package iproute2");
   ACCELTUNE_TRY_ASSIGN(auto pair, NetnsPair::create());
-  auto session = std::make_unique<IperfSession>(std::move(pair));
+  auto session = std::make_unique<TcpClientSession>(std::move(pair), study, *ip, std::move(client));
   ACCELTUNE_TRY(session->remember_defaults());
   return std::unique_ptr<DeliverySession>(std::move(session));
 }
@@ -357,5 +383,6 @@ Expected<std::unique_ptr<DeliverySession>> open_iperf(const Json&) {
 
 ACCELTUNE_REGISTER(::acceltune::DeliveryClient, "tcp-stream",
                    (::acceltune::DeliveryClient{
-                       "iperf3 between two network namespaces after the tcp-script's MTU and TCP sysctls",
-                       ::acceltune::open_iperf}))
+                       "a plain request/response TCP client (acceltune-tcp-client) between two network namespaces "
+                       "after the tcp-script's MTU and congestion control",
+                       ::acceltune::open_tcp_client}))
