@@ -1,12 +1,12 @@
 // tcp-script: a tcp-stream study as a shell script of the link and TCP-stack settings that a
-// sysctl or `ip link` can make (MTU, socket buffer ceilings, autotuning limits, congestion
-// control), for a person to review and run; acceltune never runs it. Socket options that only
-// an application sets (streams, write size, nodelay, zero-copy, buffer alignment, a fixed
-// SO_SNDBUF/SO_RCVBUF) are advice in comments.
+// sysctl or `ip link` can make (MTU, congestion control), for a person to review and run;
+// acceltune never runs it. Socket options that only an application sets (streams, write size,
+// nodelay, zero-copy, buffer alignment, a fixed SO_SNDBUF/SO_RCVBUF) are advice in comments.
 #include <algorithm>
 
 #include "tuner/family.hpp"
 #include "tuner/best.hpp"
+#include "tuner/plan.hpp"
 
 namespace acceltune {
 namespace {
@@ -32,6 +32,35 @@ std::string per_range(const BestTable& best, const char* param, const std::funct
     out += fmt::format("{}{} {}", out.empty() ? "" : "; ", range_text(r), v.is_null() ? "-" : show(v));
   }
   return out;
+}
+
+// What only the application sets (socket options and I/O): per size, the search's best over every
+// param, with its gain inside acceltune. No job loads these, so they are comments; a fixed buffer
+// larger than the host's ceiling needs the ceiling raised, which the comment shows as a command
+// that only ever raises it.
+std::string application_advice_text(const BestTable& best) {
+  std::string o = "\n# Advice for the application (socket options and I/O, which no sysctl sets): the search's best\n"
+                  "# per size over every param, its gain measured inside acceltune (not what a job gets):\n";
+  const auto lines = application_advice_lines(best);
+  for (const auto& line : lines) o += "#   " + line + "\n";
+  if (lines.empty()) o += "#   the defaults (streams 1, writes of the default size, no zero-copy) were best at every size.\n";
+  int64_t snd = 0, rcv = 0;
+  for (const auto& s : best.sizes) {
+    if (application_advice(s.best_config, best.default_config, best.plan.scopes).empty()) continue;
+    snd = std::max(snd, int_of(s.best_config, "sndbuf", 0));
+    rcv = std::max(rcv, int_of(s.best_config, "rcvbuf", 0));
+  }
+  if (snd > 0 || rcv > 0) {
+    o += "# A fixed SO_SNDBUF/SO_RCVBUF is capped at net.core.wmem_max/rmem_max; to allow the sizes above\n"
+         "# (these lines only raise a ceiling, never lower it):\n";
+    if (snd > 0) {
+      o += fmt::format("# [ \"$(sysctl -n net.core.wmem_max)\" -ge {0} ] || sysctl -w net.core.wmem_max={0}\n", snd);
+    }
+    if (rcv > 0) {
+      o += fmt::format("# [ \"$(sysctl -n net.core.rmem_max)\" -ge {0} ] || sysctl -w net.core.rmem_max={0}\n", rcv);
+    }
+  }
+  return o;
 }
 
 Expected<std::string> emit_tcp_script(const BestTable& best) {
@@ -71,32 +100,6 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
        per_range(best, "mtu", text_of) + "\n";
   o += fmt::format("# ip link set dev IFACE mtu {}\n", mtu);
 
-  // Socket buffers. A fixed SO_SNDBUF/SO_RCVBUF is capped at net.core.wmem_max/rmem_max (the
-  // kernel then doubles it for bookkeeping); autotuning grows up to tcp_wmem/tcp_rmem's maximum.
-  // One value for the host: the plan's job-wide choice.
-  const int64_t snd = int_of(cfg, "sndbuf", 0), rcv = int_of(cfg, "rcvbuf", 0);
-  o += "\n# Send buffers, chosen per range: " +
-       per_range(best, "sndbuf", [](const Json& v) { return bytes_or_auto(v.get<int64_t>()); }) + "\n";
-  if (snd > 0) {
-    o += fmt::format("# Ceiling for an application's SO_SNDBUF of {} (it may not ask for more than wmem_max):\n",
-                     format_bytes(static_cast<uint64_t>(snd)));
-    o += fmt::format("sysctl -w net.core.wmem_max={}\n", snd);
-    o += fmt::format("# Autotuning's limit, for applications that set no SO_SNDBUF: twice the size, as the kernel "
-                     "counts a fixed buffer.\nsysctl -w net.ipv4.tcp_wmem=\"4096 16384 {}\"\n", 2 * snd);
-  } else {
-    o += "# Autotuning (0) was chosen everywhere: net.core.wmem_max and net.ipv4.tcp_wmem stay as they are.\n";
-  }
-  o += "\n# Receive buffers, chosen per range: " +
-       per_range(best, "rcvbuf", [](const Json& v) { return bytes_or_auto(v.get<int64_t>()); }) + "\n";
-  if (rcv > 0) {
-    o += fmt::format("# Ceiling for an application's SO_RCVBUF of {}:\n", format_bytes(static_cast<uint64_t>(rcv)));
-    o += fmt::format("sysctl -w net.core.rmem_max={}\n", rcv);
-    o += fmt::format("# Autotuning's limit, for applications that set no SO_RCVBUF:\n"
-                     "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 {}\"\n", 2 * rcv);
-  } else {
-    o += "# Autotuning (0) was chosen everywhere: net.core.rmem_max and net.ipv4.tcp_rmem stay as they are.\n";
-  }
-
   // Congestion control: the host-wide default for new connections (the sender's matters).
   const std::string cc = cfg.contains("congestion") ? text_of(cfg["congestion"]) : "cubic";
   const std::string def_cc = def.contains("congestion") ? text_of(def["congestion"]) : "cubic";
@@ -108,29 +111,16 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
     o += fmt::format("# {} (the default) was chosen: net.ipv4.tcp_congestion_control stays as it is.\n", cc);
   }
 
-  // What no sysctl sets.
-  o += "\n# Advice for the application (socket options and I/O, which no sysctl sets):\n";
-  auto advise = [&](const char* param, const std::string& what, const std::function<std::string(const Json&)>& show) {
-    if (!cfg.contains(param)) return;
-    o += fmt::format("#   {}: {}{}\n", what, per_range(best, param, show),
-                     def.contains(param) && cfg[param] == def[param] ? " (default)" : "");
-  };
-  advise("streams", "parallel connections per transfer", text_of);
-  advise("write_size", "bytes per send()/recv()", [](const Json& v) { return format_bytes(v.get<uint64_t>()); });
-  advise("nodelay", "TCP_NODELAY", text_of);
-  advise("zerocopy", "zero-copy send (none, MSG_ZEROCOPY with SO_ZEROCOPY, sendfile)", text_of);
-  advise("align", "buffer offset from a page boundary", text_of);
-  if (snd > 0 || rcv > 0) {
-    o += "#   a fixed SO_SNDBUF/SO_RCVBUF of the chosen size (setsockopt before connect/listen) pins the buffer;\n"
-         "#   without it the autotuning limits above apply.\n";
-  }
+  o += application_advice_text(best);
   return o;
 }
 
-// What `ip link` and sysctl set for the whole host; the other socket options are the application's.
+// What `ip link` and sysctl set for the whole host; the other socket options are the application's,
+// a fixed SO_SNDBUF/SO_RCVBUF included: the kernel measures a fixed buffer, which no sysctl gives
+// an application that sets none (autotuning's limits are another setting, never measured).
 std::optional<Scope> tcp_script_carries(const ParamRef& p) {
   if (!format_applies("tcp-script", p.kernel)) return std::nullopt;
-  if (p.name == "mtu" || p.name == "sndbuf" || p.name == "rcvbuf" || p.name == "congestion") return Scope::job;
+  if (p.name == "mtu" || p.name == "congestion") return Scope::job;
   return std::nullopt;
 }
 

@@ -899,7 +899,8 @@ TEST(NcclTunerTable, EachRuleNamesTheLine) {
 }
 
 TEST(NcclPlugin, ReplayStudyExportsAndLoads) {
-  // A real search on a recorded landscape whose params are bound as the NCCL spaces bind them.
+  // A real search on a recorded landscape whose params are bound to NCCL's variables (channels too:
+  // a replay param that no format carries is the application's, which a plan leaves at its default).
   test::TempDir dir;
   std::string csv = "algo,proto,channels,objective\n";
   for (const char* a : {"Ring", "Tree"}) {
@@ -918,7 +919,7 @@ TEST(NcclPlugin, ReplayStudyExportsAndLoads) {
         {"name": "algo", "kind": "categorical", "values": ["Ring", "Tree"], "default": "Ring", "env": "NCCL_ALGO"},
         {"name": "proto", "kind": "categorical", "values": ["Simple", "LL", "LL128"], "default": "Simple",
          "env": "NCCL_PROTO"},
-        {"name": "channels", "kind": "ordinal", "values": [2, 4, 8], "default": 2}]})");
+        {"name": "channels", "kind": "ordinal", "values": [2, 4, 8], "default": 2, "env": "NCCL_MAX_NCHANNELS"}]})");
   auto s = test::run_cli({"search", "--space", "space.json", "--strategy", "grid", "--out", "s"}, dir.path());
   ASSERT_EQ(s.exit_code, 0) << s.err;
   auto e = test::run_cli({"export", "s", "--format", "nccl-tuner", "-o", "t.csv"}, dir.path());

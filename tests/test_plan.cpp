@@ -24,9 +24,10 @@ struct MpiLike {
   std::vector<Trial> trials;
   BestTable best;
 
-  explicit MpiLike(const std::string& rows)
+  // `columns`: the landscape's params (another family's, bound by the caller after bind()).
+  explicit MpiLike(const std::string& rows, const std::string& columns = "pml,alg")
       : space([&] {
-          test::write_file(dir / "l.csv", "pml,alg,bytes,objective,objective_std\n" + rows);
+          test::write_file(dir / "l.csv", columns + ",bytes,objective,objective_std\n" + rows);
           return std::move(SpaceLoaderRegistry::instance().find(".csv")->load(dir / "l.csv").value());
         }()),
         kernel(std::move(make_kernel(space).value())) {
@@ -121,6 +122,49 @@ TEST(Plan, AJobWidePartThatPaysSomewhereAndCostsNowhereIsKept) {
   EXPECT_FALSE(l.best.sizes[1].significant);
   EXPECT_GE(*l.best.sizes[1].ci_high, 1.0);
   EXPECT_EQ(l.best.export_config, (Json{{"pml", "ucx"}, {"alg", "ignore"}}));
+}
+
+TEST(Plan, TheApplicationsOwnParamsStayOutOfThePlanAndItsCertifiedGain) {
+  // tcp-stream's MTU is the host's (tcp-script sets it), its streams the application's: four
+  // streams are worth 3x inside acceltune, MTU 9000 alone 1.2x, and only the latter reaches a job.
+  MpiLike l(
+      "1500,1,65536,10,0.1\n"
+      "1500,4,65536,30,0.1\n"
+      "9000,1,65536,12,0.1\n"
+      "9000,4,65536,40,0.1\n"
+      "1500,1,1048576,100,1\n"
+      "1500,4,1048576,300,1\n"
+      "9000,1,1048576,120,1\n"
+      "9000,4,1048576,400,1\n",
+      "mtu,streams");
+  l.best.kernel = "tcp-stream";
+  l.best.env.clear();
+  l.certify_plan();
+  EXPECT_EQ(l.best.plan.scopes.at("mtu"), Scope::job);
+  EXPECT_EQ(l.best.plan.scopes.at("streams"), Scope::application);
+  EXPECT_EQ(l.best.plan.job, (Json{{"mtu", 9000}}));
+  for (const auto& s : l.best.sizes) {
+    EXPECT_EQ(s.chosen_config, (Json{{"mtu", 9000}, {"streams", 1}})) << s.bytes;
+    ASSERT_TRUE(s.certified_ratio.has_value());
+    EXPECT_NEAR(*s.certified_ratio, 1.2, 0.1) << s.bytes;  // the job-wide part alone, not 4x
+    EXPECT_TRUE(s.significant);
+  }
+  // The search's best is advice, with its gain inside acceltune, at every size.
+  const auto advice = application_advice_lines(l.best);
+  ASSERT_EQ(advice.size(), 2u);
+  EXPECT_EQ(advice[0].rfind("at 64K: streams=4 (", 0), 0u) << advice[0];
+  EXPECT_NE(advice[0].find("x the defaults, observed in the search)"), std::string::npos) << advice[0];
+  // The script sets only what a host sets, and advises the rest in comments.
+  auto script = emit("tcp-script", l.best);
+  ASSERT_TRUE(script.has_value()) << script.error().message;
+  EXPECT_NE(script->find("# ip link set dev IFACE mtu 9000\n"), std::string::npos) << *script;
+  EXPECT_NE(script->find("#   at 1M: streams=4"), std::string::npos) << *script;
+  EXPECT_EQ(script->find("\nsysctl -w net.core"), std::string::npos) << *script;
+  EXPECT_EQ(script->find("\nsysctl -w net.ipv4.tcp_wmem"), std::string::npos) << *script;
+  // A space whose params are all the application's (host-copy) is certified as it is.
+  EXPECT_TRUE(plan_may_carry(Json{{"streams", 4}}, Json{{"streams", 1}}, {{"streams", Scope::application}}));
+  EXPECT_FALSE(plan_may_carry(Json{{"mtu", 9000}, {"streams", 4}}, Json{{"mtu", 1500}, {"streams", 1}},
+                              {{"mtu", Scope::job}, {"streams", Scope::application}}));
 }
 
 TEST(Plan, WithoutCertificationTheFirstJointCandidateIsThePlan) {

@@ -11,6 +11,7 @@
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
 #include "tuner/binary.hpp"
+#include "tuner/plan.hpp"
 #include "probe/links.hpp"
 #include "tuner/duration.hpp"
 #include "tuner/study.hpp"
@@ -102,6 +103,12 @@ void print_plan_lines(const BestTable& b, const std::map<std::string, std::strin
   const std::string job = b.plan.job_is_default ? "(default)" : describe_config(b.plan.job, b.default_config, units);
   std::fprintf(out, "job-wide: %s\n", job == "(default)" ? "the library defaults" : job.c_str());
   for (const auto& n : b.plan.notes) std::fprintf(out, "plan: %s\n", n.c_str());
+  const auto advice = application_advice_lines(b);
+  if (!advice.empty()) {
+    std::fprintf(out, "advice for the application (its own socket options and I/O: no job loads these, so they are "
+                      "in no gain column):\n");
+    for (const auto& line : advice) std::fprintf(out, "  %s\n", line.c_str());
+  }
   if (b.delivery.state == "measured") {
     std::fprintf(out, "delivered: measured through %s (%d rounds, interleaved with the defaults)\n",
                  b.delivery.client.empty() ? "a plain client" : b.delivery.client.c_str(), b.delivery.rounds);
@@ -141,7 +148,7 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
       if (!s.certified_trial) {
         std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", format_bytes(s.bytes).c_str(),
                      s.default_value ? format_value(*s.default_value).c_str() : "-", "-", "not certified", del.c_str(),
-                     "(default: no other config measured ok)");
+                     "(default: no other config a job loads measured ok)");
         continue;
       }
       const Candidate* w = nullptr;

@@ -22,6 +22,7 @@
 #include "tuner/atomic_file.hpp"
 #include "tuner/binary.hpp"
 #include "tuner/cancel.hpp"
+#include "tuner/plan.hpp"
 #include "probe/fingerprint.hpp"
 #include "probe/links.hpp"
 #include "tuner/process_guard.hpp"
@@ -399,6 +400,14 @@ void print_row(const Run& r, const StudyData& d, const Outcome& o, std::vector<s
   }
   for (const auto& bd : o.merged.delivered) {
     if (bd.study == d.best.space) bund = bundle_delivered_text(bd);
+  }
+  // The application's own settings (tcp-stream's streams, write size): advice, never a gain column.
+  const auto app = application_advice_lines(d.best);
+  if (!app.empty()) {
+    advice.push_back(fmt::format("  {}: the application's own settings; the gain columns above are the job-wide part "
+                                 "alone",
+                                 d.best.space));
+    for (const auto& line : app) advice.push_back("    " + line);
   }
   std::printf("%-6s %-15s %-7lld %-38s %-30s %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
               static_cast<long long>(d.best.trials), cert.c_str(), own_delivered(d.best).c_str(), bund.c_str());

@@ -1,6 +1,8 @@
 // The definitions behind tuner/plan.hpp: export plans.
 #include "tuner/plan.hpp"
 
+#include "tuner/family.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -69,6 +71,50 @@ Json with_job(const Json& default_config, const Json& job) {
   return c;
 }
 
+namespace {
+
+// Whether the space has params only the application sets beside params a job loads.
+bool mixes_application_params(const std::map<std::string, Scope>& scopes) {
+  bool application = false, loaded = false;
+  for (const auto& [name, scope] : scopes) (scope == Scope::application ? application : loaded) = true;
+  return application && loaded;
+}
+
+}  // namespace
+
+bool plan_may_carry(const Json& config, const Json& default_config, const std::map<std::string, Scope>& scopes) {
+  if (!mixes_application_params(scopes)) return true;
+  for (const auto& [name, scope] : scopes) {
+    if (scope != Scope::application || !config.contains(name)) continue;
+    if (!default_config.contains(name) || config[name] != default_config[name]) return false;
+  }
+  return true;
+}
+
+std::string application_advice(const Json& config, const Json& default_config,
+                               const std::map<std::string, Scope>& scopes) {
+  if (!mixes_application_params(scopes)) return "";
+  std::string out;
+  for (const auto& [name, scope] : scopes) {
+    if (scope != Scope::application || !config.contains(name)) continue;
+    if (default_config.contains(name) && config[name] == default_config[name]) continue;
+    const Json& v = config[name];
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+std::vector<std::string> application_advice_lines(const BestTable& best) {
+  std::vector<std::string> out;
+  for (const auto& s : best.sizes) {
+    const std::string advice = application_advice(s.best_config, best.default_config, best.plan.scopes);
+    if (advice.empty()) continue;
+    out.push_back(fmt::format("at {}: {}{}", format_bytes(s.bytes), advice,
+                              s.ratio ? fmt::format(" ({:.2f}x the defaults, observed in the search)", *s.ratio) : ""));
+  }
+  return out;
+}
+
 std::vector<Json> joint_candidates(const Space& space, const std::vector<Trial>& trials,
                                    const std::vector<uint64_t>& sizes, const std::map<std::string, Scope>& scopes) {
   const Json default_job = job_part(space.config_to_json(space.default_config()), scopes);
@@ -123,10 +169,12 @@ std::vector<const Trial*> trials_with_job(const Space& space, const std::vector<
                                           const Json& job, const std::map<std::string, Scope>& scopes,
                                           const Ranking* ranking) {
   std::vector<const Trial*> ok;
+  const Json defaults = space.config_to_json(space.default_config());
   for (const auto& t : trials) {
     const Measurement* m = t.at_size(bytes);
     if (!m || m->state != State::ok || t.effort < 1.0) continue;
-    if (job_part(space.config_to_json(t.config), scopes) != job) continue;
+    const Json config = space.config_to_json(t.config);
+    if (job_part(config, scopes) != job || !plan_may_carry(config, defaults, scopes)) continue;
     ok.push_back(&t);
   }
   std::map<int64_t, size_t> rank;  // trial number -> position in the noise-aware order

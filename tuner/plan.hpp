@@ -23,6 +23,23 @@ std::map<std::string, Scope> param_scopes(const std::string& kernel, const Json&
 // The job-wide part of a config.
 Json job_part(const Json& config, const std::map<std::string, Scope>& scopes);
 
+// Whether a plan may carry `config`: a space with params a job loads (job-wide or per size) and
+// params only the application sets (tcp-stream's streams and write size) varies only the former
+// in its plan, its certification and its delivery, so the certified gain is what a job can load;
+// the search's best over all params is advice for the application. A space whose params are all
+// the application's (host-copy) is advice as a whole and is certified as it is.
+bool plan_may_carry(const Json& config, const Json& default_config, const std::map<std::string, Scope>& scopes);
+
+// The application's params of `config` that differ from the defaults, in a space that also has
+// params a job loads ("streams=8 write_size=1M"); empty otherwise.
+std::string application_advice(const Json& config, const Json& default_config,
+                               const std::map<std::string, Scope>& scopes);
+
+// Per size where the search's best differs from the defaults in the application's params: "at 64K:
+// streams=8 write_size=1048576 (2.90x the defaults, observed in the search)". Advice measured
+// inside acceltune, never a gain a job gets.
+std::vector<std::string> application_advice_lines(const BestTable& best);
+
 // `config` with its job-wide params replaced by `job`'s and everything else at the defaults:
 // the job-wide assignment with the library's own per-size choices.
 Json with_job(const Json& default_config, const Json& job);
@@ -33,8 +50,8 @@ Json with_job(const Json& default_config, const Json& job);
 std::vector<Json> joint_candidates(const Space& space, const std::vector<Trial>& trials,
                                    const std::vector<uint64_t>& sizes, const std::map<std::string, Scope>& scopes);
 
-// Per size, the full-effort trials measured ok there whose job-wide part is `job`, the
-// recommended first (by `ranking` when given, else by value).
+// Per size, the full-effort trials measured ok there whose job-wide part is `job` and that a plan
+// may carry (plan_may_carry), the recommended first (by `ranking` when given, else by value).
 std::vector<const Trial*> trials_with_job(const Space& space, const std::vector<Trial>& trials, uint64_t bytes,
                                           const Json& job, const std::map<std::string, Scope>& scopes,
                                           const Ranking* ranking);
