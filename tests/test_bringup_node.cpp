@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "tests/helpers.hpp"
 
 namespace acceltune {
@@ -59,6 +61,15 @@ TEST(BringupNode, TwoMinutesTuneEveryFamilyOfThisNodeIntoOneBundle) {
   const size_t advice = r.out.find("\nadvice (no job loads these");
   ASSERT_NE(advice, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  host-copy: no library reads", advice), std::string::npos) << r.out;
+  // The advised config's figure is that size's own: "best at 64M: {...}; certified 1.36x [...]"
+  // names no other size.
+  std::smatch best_at;
+  const std::string after = r.out.substr(advice);
+  ASSERT_TRUE(std::regex_search(after, best_at, std::regex(R"(best at (\S+): \{[^\n]*\}; ([^\n]*))"))) << after;
+  EXPECT_TRUE(best_at[2].str().rfind("certified ", 0) == 0 || best_at[2].str().find("observed in the search") !=
+                                                                  std::string::npos)
+      << best_at[0];
+  EXPECT_EQ(best_at[2].str().find(" at "), std::string::npos) << best_at[0];
   // Each study against its link's ceiling: host-copy judged against the measured memory
   // reference (or told why not), the loopback and veth paths told they have no ceiling.
   EXPECT_NE(r.out.find("against each link's ceiling"), std::string::npos) << r.out;

@@ -392,8 +392,19 @@ void print_row(const Run& r, const StudyData& d, const Outcome& o, std::vector<s
       if (gain(z) > 0 && (!top || gain(z) > gain(*top))) top = &z;
     }
     advice.push_back(fmt::format("  {}: {}", d.best.space, family->advice));
-    advice.push_back(top ? fmt::format("    best at {}: {}; {}", format_bytes(top->bytes), top->best_config.dump(), cert)
-                         : "    no config measured ok");
+    // The config and its figure at that size: the certified winner where significant, else the
+    // search's best with what the search measured.
+    if (top) {
+      const bool proven = top->significant && top->certified_ratio;
+      const std::string figure =
+          proven ? "certified " + gain_interval_text(*top->certified_ratio, top->ci_low.value_or(0),
+                                                     top->ci_high.value_or(INFINITY))
+                 : fmt::format("{:.2f}x the defaults observed in the search, not certified", top->ratio.value_or(0));
+      advice.push_back(fmt::format("    best at {}: {}; {}", format_bytes(top->bytes),
+                                   (proven ? top->chosen_config : top->best_config).dump(), figure));
+    } else {
+      advice.push_back("    no config measured ok");
+    }
     std::printf("%-6s %-15s %-7lld %s\n", r.plan.family.c_str(), r.plan.space.c_str(),
                 static_cast<long long>(d.best.trials), "a check of its path, not a gain a job loads: see advice below");
     return;

@@ -23,7 +23,7 @@ void tcp_observe(NodeFacts& facts, bool may_try) {
 
 FamilyRole tcp_role(const NodeFacts& facts) {
   FamilyRole r;
-  r.what = "TCP streams: socket buffers, MTU, congestion control, streams";
+  r.what = "TCP streams: MTU and congestion control for jobs; buffers, streams and write size as advice";
   FamilyStudy s{"tcp", "tcp-stream", nullptr, {}, 2, 10};
   if (facts.has("netns")) {
     s.args = {"--netns"};
@@ -51,7 +51,7 @@ Json nics_fingerprint(const Json& probe) {
 
 ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "tcp",
                    (::acceltune::FamilyInfo{
-                       .what = "TCP streams: socket buffers, MTU, congestion control, streams",
+                       .what = "TCP streams: MTU and congestion control for jobs; buffers, streams and write size as advice",
                        .order = 20,
                        .kernels = {"tcp-stream"},
                        .spaces = {"tcp-stream"},
