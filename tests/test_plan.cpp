@@ -211,6 +211,16 @@ BestTable mpi_table(const test::TempDir& dir, const Json& job, const Json& small
   return b;
 }
 
+TEST(Plan, TheSizesWhereAPlanLoadsTheDefaultsAreKnownFromThePlan) {
+  test::TempDir dir;
+  // Under ob1 (the library's), 32K takes recursive doubling and 1M the library's own choice.
+  EXPECT_EQ(sizes_loading_the_defaults(mpi_table(dir, Json{{"pml", "ob1"}}, "recursive_doubling")),
+            (std::set<uint64_t>{1048576}));
+  // Under ucx every size differs from the defaults.
+  EXPECT_TRUE(sizes_loading_the_defaults(mpi_table(dir, Json{{"pml", "ucx"}}, "recursive_doubling")).empty());
+  EXPECT_TRUE(sizes_loading_the_defaults(mpi_table(dir, Json{{"pml", "ucx"}}, "ignore")).empty());
+}
+
 TEST(Plan, AUcxWinnerExportsWhatAJobNeedsToStartAndNoHygiene) {
   test::TempDir dir;
   set_hygiene_env("UCX_HANDLE_ERRORS", "none");  // what the ucx kernel sets in acceltune's own process

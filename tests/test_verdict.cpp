@@ -182,5 +182,27 @@ TEST(Verdict, JudgedOnHandMadeRounds) {
   EXPECT_EQ(to_string(verdict_from_string("no gain")), std::string("no gain"));
 }
 
+TEST(Verdict, ASizeWhereThePlanLoadsTheDefaultsIsNotJudged) {
+  VerdictRule rule;
+  const std::vector<double> ones(6, 1.0);
+  const std::vector<double> faster = {1.49, 1.51, 1.50, 1.52, 1.48, 1.50};
+  const std::vector<double> noise = {0.70, 1.40, 0.80, 1.30, 0.75, 1.35};  // no effect, wide
+  // The noisy size keeps the plan undecided while it is judged...
+  const Judgement judged = judge_plan({{1, faster}, {2, noise}}, {{1, ones}, {2, ones}}, rule, true);
+  EXPECT_EQ(judged.verdict, Verdict::undecided) << judged.why;
+  // ...and not once the plan is known to load the defaults there.
+  rule.same_as_defaults = {2};
+  const Judgement same = judge_plan({{1, faster}, {2, noise}}, {{1, ones}, {2, ones}}, rule, true);
+  EXPECT_EQ(same.verdict, Verdict::ships) << same.why;
+  EXPECT_NE(same.why.find("not judged where the plan loads exactly the defaults (2)"), std::string::npos) << same.why;
+  // A size where the defaults are loaded cannot be the size that pays.
+  rule.same_as_defaults = {1, 2};
+  EXPECT_EQ(judge_plan({{1, faster}, {2, noise}}, {{1, ones}, {2, ones}}, rule, true).verdict, Verdict::no_gain);
+  // A job that measures nothing there still fails.
+  rule.same_as_defaults = {2};
+  const std::vector<double> nothing(6, std::nan(""));
+  EXPECT_EQ(judge_plan({{1, faster}, {2, nothing}}, {{1, ones}, {2, ones}}, rule, true).verdict, Verdict::fails);
+}
+
 }  // namespace
 }  // namespace acceltune

@@ -80,6 +80,7 @@ Judgement judge_plan(const std::map<uint64_t, std::vector<double>>& plan,
       j.why = fmt::format("at {} the plan's job measured nothing where the defaults ran", format_bytes(bytes));
       return j;
     }
+    if (rule.same_as_defaults.count(bytes)) continue;
     const double t95 = r.n >= 2 ? student_t_975(r.n - 1) : INFINITY, t99 = r.n >= 2 ? student_t_995(r.n - 1) : INFINITY;
     if (r.n >= rule.min_rounds && r.mean + t95 * r.se < log_margin) {
       j.verdict = Verdict::worse;
@@ -101,15 +102,20 @@ Judgement judge_plan(const std::map<uint64_t, std::vector<double>>& plan,
     for (const auto& [b, v] : defaults) n = std::max(n, v.size());
     return static_cast<int>(n);
   }();
+  std::string same;  // the sizes not judged, said after the deciding figure
+  for (uint64_t b : rule.same_as_defaults) {
+    if (defaults.count(b)) same += (same.empty() ? "" : ", ") + format_bytes(b);
+  }
+  if (!same.empty()) same = "; not judged where the plan loads exactly the defaults (" + same + ")";
   if (rounds >= rule.min_rounds && all_not_worse && some_better) {
     j.verdict = Verdict::ships;
     j.decided = true;
-    j.why = better_why;
+    j.why = better_why + same;
     return j;
   }
   j.decided = at_cap || rounds >= rule.max_rounds;
   j.verdict = all_not_worse ? Verdict::no_gain : Verdict::undecided;
-  j.why = all_not_worse ? "no size shown faster than the defaults" : open_why;
+  j.why = (all_not_worse ? "no size shown faster than the defaults" : open_why) + same;
   return j;
 }
 

@@ -205,6 +205,15 @@ bool delivery_pays(const BestTable& best) {
   return true;
 }
 
+std::set<uint64_t> sizes_loading_the_defaults(const BestTable& best) {
+  std::set<uint64_t> out;
+  if (best.plan.job != job_part(best.default_config, best.plan.scopes)) return out;
+  for (const auto& s : best.sizes) {
+    if (s.chosen_config == best.default_config) out.insert(s.bytes);
+  }
+  return out;
+}
+
 Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   for (auto& s : best.sizes) s.delivered.reset();
   best.delivery = Delivery{};
@@ -237,6 +246,7 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   rule.min_rounds = o.rounds;
   rule.max_rounds = std::max(o.rounds, options.max_rounds > 0 ? options.max_rounds : rule.max_rounds);
   o.max_rounds = rule.max_rounds;
+  rule.same_as_defaults = sizes_loading_the_defaults(best);
   o.enough = [&rule](const RoundValues& v) { return judge_plan(v[1], v[0], rule, false).decided; };
   RoundValues raw;
   std::string failure;

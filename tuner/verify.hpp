@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
 
 // The defaults arm of a study: only the space's pinned context, the library's job-wide defaults.
 DeliveryArm defaults_arm(const BestTable& best);
+
+// The sizes where the plan loads exactly the defaults: its job-wide part is the library's and the
+// size's choice is the default config (a per-size file then leaves that size to the library).
+// None when the job-wide part is not the library's: it changes every size.
+std::set<uint64_t> sizes_loading_the_defaults(const BestTable& best);
 
 // Measures the plan of `best` (read with its study record and directory) through its family's
 // plain client, in rounds until its verdict is decided (tuner/verdict.hpp), and fills every size's
