@@ -215,7 +215,10 @@ std::string own_delivered(const BestTable& b) {
     if (s.delivered) sizes[s.bytes] = *s.delivered;
   }
   const std::string text = bringup::best_delivered_text(sizes);
-  return text.empty() ? "not measured" : text;
+  if (text.empty()) return "not measured";
+  // A figure of a plan that did not ship says so first: "undecided: 0.71x [0.00, 1353.82] at 1M".
+  const std::string& v = b.delivery.verdict;
+  return v.empty() || v == "ships" ? text : v + ": " + text;
 }
 
 std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
