@@ -65,7 +65,7 @@ if [ "${1:-}" = "--inner" ]; then
   OUT=$T/out GPU_CHECK_DEADLINE=150 timeout 170 "$B/gpu-check.sh" >"$T/check.txt" 2>&1
   rc=$?
   cat "$T/check.txt"
-  [ $rc -eq 3 ] || fail "gpu-check.sh: exit $rc, expected 3 (GPU steps skipped)"
+  [ $rc -eq 4 ] || fail "gpu-check.sh: exit $rc, expected 4 (GPU steps skipped: not verified)"
   [ $((SECONDS - t0)) -le 150 ] || fail "gpu-check.sh ran past its deadline"
   for s in preflight unit-tests; do
     grep -q "^$s  *ok " "$T/out/summary.txt" || fail "gpu-check.sh: step $s did not pass"

@@ -108,15 +108,19 @@ void add_bringup_command(CLI::App& app, CommandList& list);
 
 // The delivered gain of a study's best table through tuner/verify.hpp's verify_and_fall_back
 // (`measurements` and `fall_back` as there), each measurement printed with certified and delivered
-// side by side. Returns 0 when the plan pays or nothing was measured, kExitNoLongerPays when a
-// size is significantly slower than the defaults, 1 or 2 on failure.
+// side by side. Returns 0 when the plan ships, kExitNoLongerPays when it does not, kExitNotVerified
+// when nothing was measured (no plain client, a plan that loads nothing, no time left), 1 or 2 on
+// failure.
 // With `fall_back`, a plan whose job failed is the defaults afterwards and the return is 1.
 // `max_rounds`: the verdict's cap on rounds (0: tuner/verdict.hpp's); `deadline`: no round starts
 // after it (the plan then ships only if already decided); `plan_b`: what a plan whose job-wide
 // part does not ship falls back to first (tuner/verify.hpp's DeliverOptions).
 int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false,
                  int max_rounds = 0, Deadline deadline = std::nullopt, std::map<uint64_t, Json> plan_b = {});
-inline constexpr int kExitNoLongerPays = 3;
+// README's one exit-code table: 0 success, 1 runtime failure, 2 bad usage or input, these two,
+// 128 + N stopped by signal N.
+inline constexpr int kExitNoLongerPays = 3;  // verify: the plan does not ship
+inline constexpr int kExitNotVerified = 4;   // verify, gpu-check.sh: nothing could be measured here
 
 // The shares of `search --time-limit` that certification and the delivered measurement get; the
 // search has the rest (bring-up's progress line names the stage from them).

@@ -253,7 +253,7 @@ int cmd_search(const SearchArgs& a) {
     const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
                                  a.verify_max_rounds, limit.end, plan_b_choices(b, p.space, outcome->trials));
     if (verified.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
-    if (rc != 0 && rc != kExitNoLongerPays) {
+    if (rc != 0 && rc != kExitNoLongerPays && rc != kExitNotVerified) {
       std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
                    out.c_str());
     }

@@ -88,6 +88,11 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
     std::printf("the plan does not pay: %s (exit %d)\n", b.delivery.verdict_why.c_str(), kExitNoLongerPays);
     return kExitNoLongerPays;
   }
+  if (delivered->verdict == PlanVerdict::not_verified || delivered->out_of_time) {
+    // Nothing measured proves the plan: a deployment gated on verify must not take this for a yes.
+    std::printf("not verified: %s (exit %d)\n", delivered->why.c_str(), kExitNotVerified);
+    return kExitNotVerified;
+  }
   return 0;
 }
 
@@ -124,10 +129,10 @@ void add_verify_command(CLI::App& app, CommandList& list) {
       "users start it: an MPI program under mpirun (openmpi-bin), ucx_perftest (ucx-utils), acceltune-tcp-client in "
       "acceltune's own network namespaces (root). Families without one show \"not verified\". A changed machine is "
       "reported field by field before measuring.\n"
-      "Exit codes: 0 the plan ships (not worse than 0.97x at any size, faster at some; or nothing was verified), {} it "
-      "does not, "
-      "1 a runtime failure, 2 bad input.\nExample: acceltune verify acceltune-results/mpi-allreduce-1",
-      kExitNoLongerPays));
+      "Exit codes: 0 the plan ships (not worse than 0.97x at any size, faster at some), {} it does not, {} not "
+      "verified (no plain client, a plan that loads nothing, no time left), 1 a runtime failure, 2 bad input.\n"
+      "Example: acceltune verify acceltune-results/mpi-allreduce-1 && deploy",
+      kExitNoLongerPays, kExitNotVerified));
   list.add(v, [a] { return cmd_verify(a->dir, a->rounds, a->max_rounds); });
 }
 

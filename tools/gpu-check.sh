@@ -23,7 +23,8 @@
 # ends (and on SIGTERM), and gpu-check-logs.tar.gz with every log and study.
 # Environment: BUNDLE (the bundle; default: beside this script, else ./gpu-bundle), OUT,
 # GPU_CHECK_DEADLINE. Exit status: 0 every step passed; 1 a step failed or timed out; 2 no
-# bundle or bad usage; 3 nothing failed but GPU steps were skipped.
+# bundle or bad usage; 4 nothing failed but GPU steps were skipped (not verified here: README's
+# exit-code table).
 set -u
 
 # ------------------------------------------------------------------------------------------------
@@ -463,7 +464,7 @@ step nccl-init 40 gpu
 
 total=$((SECONDS - T0))
 if [ $FAILED -ne 0 ]; then verdict="FAILED"; rc=1
-elif [ $SKIPPED_GPU -ne 0 ]; then verdict="GPU steps skipped ($GPU_REASON)"; rc=3
+elif [ $SKIPPED_GPU -ne 0 ]; then verdict="GPU steps skipped ($GPU_REASON)"; rc=4
 else verdict="all steps passed"; rc=0; fi
 echo "$verdict in ${total}s of ${DEADLINE}s; logs: gpu-check-logs.tar.gz" >>"$SUMMARY"
 pack
