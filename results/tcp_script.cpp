@@ -63,6 +63,34 @@ std::string application_advice_text(const BestTable& best) {
   return o;
 }
 
+// The link the study measured on, from its placement.
+std::string measured_link(const BestTable& best) {
+  const Json space = best.study.value("space", Json::object());
+  const std::string placement = space.value("placement", std::string("loopback"));
+  if (placement == "netns") return "a veth pair between two network namespaces of the measuring host";
+  if (placement == "peer") return "the network path to " + space.value("peer", std::string("its peer"));
+  return "loopback (lo) of the measuring host";
+}
+
+// Why the plan's host settings are not to be applied, or "" when its delivered verdict shipped it.
+std::string not_applied_because(const BestTable& best) {
+  if (best.delivery.state == "measured" && best.delivery.verdict == "ships") return "";
+  if (best.delivery.state == "measured") {
+    return fmt::format("its delivered verdict is '{}' ({})", best.delivery.verdict.empty() ? "none" : best.delivery.verdict,
+                       best.delivery.verdict_why);
+  }
+  return "not verified: " +
+         (best.delivery.why.empty() ? std::string("no delivered measurement yet (acceltune verify measures it)")
+                                    : best.delivery.why);
+}
+
+// `text` as one single-quoted shell word.
+std::string single_quoted(const std::string& text) {
+  std::string o = "'";
+  for (char c : text) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
 Expected<std::string> emit_tcp_script(const BestTable& best) {
   if (!format_applies("tcp-script", best.kernel)) {
     return input_error("the tcp-script format exports tcp-stream studies; this study's kernel is '{}' (try --format json)",
@@ -92,23 +120,34 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
     }
     o += fmt::format("#   {}{}\n", range_text(r), diff.empty() ? " the default" : diff);
   }
+  o += "# Measured over " + measured_link(best) + ": the verdict holds for that link, not for every path.\n";
+  const std::string why_not = not_applied_because(best);
   o += "\nset -e\n";
+  o += "# Each setting the plan changes prints this host's value beside the proposed one.\n"
+       "show() { printf '%s: this host has %s; proposed %s (%s)\\n' \"$1\" \"$(sysctl -n \"$1\" 2>/dev/null || echo unknown)\" "
+       "\"$2\" \"$3\"; }\n";
 
   // The MTU: one per link, so the config chosen for the most sizes; the link name is the operator's.
   const int64_t mtu = int_of(cfg, "mtu", 1500);
   o += "\n# Link MTU (every hop of the path must carry it; edit IFACE, then uncomment). Chosen per range: " +
        per_range(best, "mtu", text_of) + "\n";
-  o += fmt::format("# ip link set dev IFACE mtu {}\n", mtu);
+  if (mtu != int_of(def, "mtu", 1500) && !why_not.empty()) o += "# Not to be applied: " + why_not + "\n";
+  o += fmt::format("# ip link show dev IFACE; ip link set dev IFACE mtu {}\n", mtu);
 
-  // Congestion control: the host-wide default for new connections (the sender's matters).
+  // Congestion control: the host-wide default for new connections (the sender's matters). Active
+  // only when the plan's delivered verdict shipped it.
   const std::string cc = cfg.contains("congestion") ? text_of(cfg["congestion"]) : "cubic";
   const std::string def_cc = def.contains("congestion") ? text_of(def["congestion"]) : "cubic";
   o += "\n# Congestion control of the sending host, chosen per range: " + per_range(best, "congestion", text_of) + "\n";
-  if (cc != def_cc) {
+  if (cc == def_cc) {
+    o += fmt::format("# {} (the default) was chosen: net.ipv4.tcp_congestion_control stays as it is.\n", cc);
+  } else if (why_not.empty()) {
+    o += fmt::format("show net.ipv4.tcp_congestion_control {} 'applied: its delivered verdict ships'\n", cc);
     o += fmt::format("# (modprobe tcp_{} first where it is a module)\n", cc);
     o += fmt::format("sysctl -w net.ipv4.tcp_congestion_control={}\n", cc);
   } else {
-    o += fmt::format("# {} (the default) was chosen: net.ipv4.tcp_congestion_control stays as it is.\n", cc);
+    o += fmt::format("show net.ipv4.tcp_congestion_control {} {}\n", cc, single_quoted("not applied: " + why_not));
+    o += fmt::format("# Not applied: {}\n# sysctl -w net.ipv4.tcp_congestion_control={}\n", why_not, cc);
   }
 
   o += application_advice_text(best);

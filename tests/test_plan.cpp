@@ -157,7 +157,8 @@ TEST(Plan, TheApplicationsOwnParamsStayOutOfThePlanAndItsCertifiedGain) {
   // The script sets only what a host sets, and advises the rest in comments.
   auto script = emit("tcp-script", l.best);
   ASSERT_TRUE(script.has_value()) << script.error().message;
-  EXPECT_NE(script->find("# ip link set dev IFACE mtu 9000\n"), std::string::npos) << *script;
+  EXPECT_NE(script->find("ip link set dev IFACE mtu 9000\n"), std::string::npos) << *script;
+  EXPECT_NE(script->find("# Not to be applied: not verified"), std::string::npos) << *script;  // no delivery yet
   EXPECT_NE(script->find("#   at 1M: streams=4"), std::string::npos) << *script;
   EXPECT_EQ(script->find("\nsysctl -w net.core"), std::string::npos) << *script;
   EXPECT_EQ(script->find("\nsysctl -w net.ipv4.tcp_wmem"), std::string::npos) << *script;
@@ -165,6 +166,62 @@ TEST(Plan, TheApplicationsOwnParamsStayOutOfThePlanAndItsCertifiedGain) {
   EXPECT_TRUE(plan_may_carry(Json{{"streams", 4}}, Json{{"streams", 1}}, {{"streams", Scope::application}}));
   EXPECT_FALSE(plan_may_carry(Json{{"mtu", 9000}, {"streams", 4}}, Json{{"mtu", 1500}, {"streams", 1}},
                               {{"mtu", Scope::job}, {"streams", Scope::application}}));
+}
+
+// A tcp-stream table whose plan sets congestion control `cc`, delivered with `verdict` ("" for
+// not verified).
+BestTable tcp_table(const std::string& cc, const std::string& verdict) {
+  BestTable b;
+  b.space = "tcp-stream";
+  b.kernel = "tcp-stream";
+  b.trials = b.trials_ok = 10;
+  b.certified = true;
+  b.default_config = Json{{"mtu", 1500}, {"congestion", "cubic"}, {"streams", 1}};
+  b.plan.scopes = param_scopes(b.kernel, b.default_config, b.env);
+  b.plan.job = Json{{"mtu", 1500}, {"congestion", cc}};
+  b.plan.job_is_default = cc == "cubic";
+  SizeBest s;
+  s.bytes = 1 << 20;
+  s.chosen_config = with_job(b.default_config, b.plan.job);
+  b.sizes.push_back(s);
+  finish_ranges(b);
+  b.study = Json{{"space", {{"name", "tcp-stream"}, {"placement", "netns"}}}};
+  if (!verdict.empty()) {
+    b.delivery.state = "measured";
+    b.delivery.verdict = verdict;
+    b.delivery.verdict_why = "at 1M the plan ran 0.95x [0.80, 1.10] the defaults";
+  }
+  return b;
+}
+
+TEST(Plan, AHostSettingIsActiveOnlyWhenItsDeliveredVerdictShips) {
+  // Not shipped (undecided, or never verified): the line is a comment with the reason, and the
+  // script, run, changes nothing and prints this host's value beside the proposed one.
+  for (const std::string verdict : {"undecided", ""}) {
+    auto script = emit("tcp-script", tcp_table("reno", verdict));
+    ASSERT_TRUE(script.has_value()) << script.error().message;
+    EXPECT_EQ(script->find("\nsysctl -w net.ipv4.tcp_congestion_control"), std::string::npos) << *script;
+    EXPECT_NE(script->find("# sysctl -w net.ipv4.tcp_congestion_control=reno\n"), std::string::npos) << *script;
+    EXPECT_NE(script->find(verdict.empty() ? "# Not applied: not verified" : "# Not applied: its delivered verdict is "
+                                                                             "'undecided' (at 1M"),
+              std::string::npos)
+        << *script;
+    EXPECT_NE(script->find("# Measured over a veth pair"), std::string::npos) << *script;
+    test::TempDir dir;
+    test::write_file(dir / "tcp.sh", *script);
+    const auto run = test::run_shell("sh " + (dir / "tcp.sh").string());
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("net.ipv4.tcp_congestion_control: this host has "), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("; proposed reno (not applied: "), std::string::npos) << run.out;
+  }
+  // Shipped: active, with the current value shown first.
+  auto script = emit("tcp-script", tcp_table("reno", "ships"));
+  ASSERT_TRUE(script.has_value()) << script.error().message;
+  const size_t show = script->find("\nshow net.ipv4.tcp_congestion_control reno 'applied: its delivered verdict ships'\n");
+  const size_t set = script->find("\nsysctl -w net.ipv4.tcp_congestion_control=reno\n");
+  ASSERT_NE(show, std::string::npos) << *script;
+  ASSERT_NE(set, std::string::npos) << *script;
+  EXPECT_LT(show, set);
 }
 
 TEST(Plan, WithoutCertificationTheFirstJointCandidateIsThePlan) {
