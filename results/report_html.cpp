@@ -64,12 +64,25 @@ std::string not_verified_why(const BestTable& b) {
   return b.delivery.why.empty() ? "not measured yet: acceltune verify measures it" : b.delivery.why;
 }
 
+// Why a certified size exports the default: "not significant", or what an interval wholly below
+// 1.0 says (slower, within the no-harm margin).
+std::string not_significant_text(const SizeBest& e) {
+  const std::string m = interval_meaning(e.ci_low.value_or(0), e.ci_high.value_or(INFINITY));
+  return m == "no significant difference" || m == "faster" ? "not significant" : m;
+}
+
+// What a delivered interval says after its figure: nothing when faster.
+std::string delivered_meaning(const Delivered& d) {
+  const std::string m = interval_meaning(d.ci_low, d.ci_high);
+  return m == "faster" ? "" : " " + m + (m == "slower" ? " than the defaults" : "");
+}
+
 // The headline of a size: the certified gain with its interval, or "not certified".
 std::string certified_cell(const SizeBest& e) {
   if (!e.certified || !e.certified_ratio) return "not certified";
   return fmt::format("<span class=\"{}\">certified {}</span>{}", e.significant ? "sig" : "insig",
                      interval_text(*e.certified_ratio, e.ci_low, e.ci_high),
-                     e.significant ? "" : " not significant: the default is exported");
+                     e.significant ? "" : fmt::format(" {}: the default is exported", not_significant_text(e)));
 }
 
 // The delivered gain with its interval, or "not verified (why)".
@@ -78,7 +91,7 @@ std::string delivered_cell(const BestTable& b, const SizeBest& e) {
   const Delivered& d = *e.delivered;
   return fmt::format("<span class=\"{}\">delivered {}</span>{}", d.slower ? "slow" : d.faster ? "sig" : "insig",
                      interval_text(d.ratio, d.ci_low, d.ci_high),
-                     d.slower ? " slower than the defaults" : d.faster ? "" : " no significant difference");
+                     delivered_meaning(d));
 }
 
 // ---- report sections ----

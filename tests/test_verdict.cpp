@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tuner/rng.hpp"
+#include "tuner/value.hpp"
 #include "tuner/verdict.hpp"
 #include "tuner/verify.hpp"
 
@@ -180,6 +181,15 @@ TEST(Verdict, JudgedOnHandMadeRounds) {
   // Before the first decision nothing ships, however good it looks.
   EXPECT_NE(judge_plan({{1, rounds(2.0, 2, 0.001)}}, {{1, {1.0, 1.0}}}, rule, false).verdict, Verdict::ships);
   EXPECT_EQ(to_string(verdict_from_string("no gain")), std::string("no gain"));
+}
+
+TEST(Verdict, AnIntervalWhollyBelowOneIsNeverNoDifference) {
+  EXPECT_EQ(interval_meaning(1.05, 1.30), "faster");
+  EXPECT_EQ(interval_meaning(0.80, 0.95), "slower");
+  EXPECT_EQ(interval_meaning(0.97, 0.98), "within the no-harm margin");  // 0.98x [0.97, 0.98]
+  EXPECT_EQ(interval_meaning(0.96, 0.99), "slower");
+  EXPECT_EQ(interval_meaning(0.90, 1.10), "no significant difference");
+  EXPECT_EQ(interval_meaning(0.0, INFINITY), "no significant difference");
 }
 
 TEST(Verdict, ASizeWhereThePlanLoadsTheDefaultsIsNotJudged) {

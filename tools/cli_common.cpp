@@ -87,6 +87,13 @@ void print_efficiency(const Json& study, const BestTable& b, std::FILE* out) {
 
 namespace {
 
+// Why a certified size exports the default: its interval did not lie above 1.0. Wholly below 1 it
+// is slower (or within the verdict's no-harm margin), never "no significant gain".
+std::string no_gain_text(const SizeBest& s) {
+  const std::string m = interval_meaning(s.ci_low.value_or(0), s.ci_high.value_or(INFINITY));
+  return m == "no significant difference" ? "no significant gain" : m;
+}
+
 // The plan under the table: its size ranges, its job-wide part, its notes and how it was delivered.
 void print_plan_lines(const BestTable& b, const std::map<std::string, std::string>& units, std::FILE* out) {
   if (b.ranges.size() > 1 || (b.ranges.size() == 1 && b.sizes.size() > 1)) {
@@ -161,7 +168,7 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
       const std::string cfg =
           s.significant ? fmt::format("{} ({})", describe_config(s.chosen_config, b.default_config, units), from)
           : s.chosen_config == b.default_config
-              ? fmt::format("(default) no significant gain from {}", from)
+              ? fmt::format("(default) {} from {}", no_gain_text(s), from)
               : fmt::format("{}: the job-wide part, no significant gain per size",
                             describe_config(s.chosen_config, b.default_config, units));
       // The medians behind the interval (the winner's fresh rounds); older tables: its candidate rounds.

@@ -29,9 +29,9 @@ void print_delivered(const BestTable& b) {
                                  : "not certified";
     const std::string del = z.delivered ? gain_interval_text(z.delivered->ratio, z.delivered->ci_low, z.delivered->ci_high)
                                         : "no measurement";
-    const char* verdict = !z.delivered ? "" : z.delivered->slower ? "SLOWER than the defaults"
-                                          : z.delivered->faster ? "faster" : "no significant difference";
-    std::printf("%-8s %-24s %-24s %s\n", format_bytes(z.bytes).c_str(), cert.c_str(), del.c_str(), verdict);
+    const std::string meaning = z.delivered ? interval_meaning(z.delivered->ci_low, z.delivered->ci_high) : "";
+    const std::string verdict = meaning == "slower" ? "SLOWER than the defaults" : meaning;
+    std::printf("%-8s %-24s %-24s %s\n", format_bytes(z.bytes).c_str(), cert.c_str(), del.c_str(), verdict.c_str());
   }
   if (!b.delivery.verdict.empty()) {
     std::printf("verdict: %s after %d rounds: %s\n", b.delivery.verdict.c_str(), b.delivery.rounds,

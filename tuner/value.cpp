@@ -141,6 +141,12 @@ std::string gain_interval_text(double ratio, double low, double high) {
   return fmt::format("{:.2f}x [{:.2f}, {}]", ratio, low, std::isfinite(high) ? fmt::format("{:.2f}", high) : "inf");
 }
 
+std::string interval_meaning(double low, double high, double margin) {
+  if (low > 1.0) return "faster";
+  if (high < 1.0) return low < margin ? "slower" : "within the no-harm margin";
+  return "no significant difference";
+}
+
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;

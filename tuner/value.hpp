@@ -35,6 +35,10 @@ Expected<std::vector<uint64_t>> parse_sizes(std::string_view text);
 std::string format_bytes(uint64_t bytes);
 // A gain and its interval, "2.47x [2.20, 2.77]"; an infinite upper bound prints as "inf".
 std::string gain_interval_text(double ratio, double low, double high);
+// What a ratio's interval says, in one word set: "faster" (above 1), "slower" (wholly below 1 and
+// below `margin`), "within the no-harm margin" (below 1 but not below `margin`, the verdict's
+// 0.97), else "no significant difference". An interval wholly below 1 is never "no difference".
+std::string interval_meaning(double low, double high, double margin = 0.97);
 // The parts with `sep` between them.
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 
