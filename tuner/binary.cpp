@@ -2,6 +2,9 @@
 // again in a hidden mode.
 #include "tuner/binary.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -32,6 +35,29 @@ Expected<std::string> acceltune_binary() {
                          "this measurement needs (a program that embeds the kernels calls set_acceltune_binary)");
   }
   return binary_path();
+}
+
+Expected<std::string> companion_binary(const std::string& name, const std::string& env_var, const std::string& what) {
+  if (const char* c = std::getenv(env_var.c_str()); c && *c) {
+    if (::access(c, X_OK) != 0) {
+      return runtime_error("acceltune verify: {} names '{}', which is not an executable; point it at the built {} "
+                           "or unset it",
+                           env_var, c, name);
+    }
+    return std::string(c);
+  }
+  auto exe = acceltune_binary();
+  if (!exe) {
+    return runtime_error("acceltune verify: cannot find {} beside the acceltune binary: {}; set {} to its path", name,
+                         exe.error().message, env_var);
+  }
+  const std::filesystem::path beside = std::filesystem::path(*exe).parent_path() / name;
+  if (::access(beside.c_str(), X_OK) != 0) {
+    return runtime_error("acceltune verify: {} {} is not beside the acceltune binary ({}); build the target {} or set "
+                         "{} to its path",
+                         what, name, beside.string(), name, env_var);
+  }
+  return beside.string();
 }
 
 std::string running_program() {

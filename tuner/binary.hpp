@@ -17,6 +17,12 @@ void set_acceltune_binary(std::string path);
 // kernels must call set_acceltune_binary before it measures a kernel that launches processes).
 Expected<std::string> acceltune_binary();
 
+// A program the project builds beside the acceltune binary (the plain clients of delivered
+// gains): the path in the variable `env_var` when set, else `name` beside acceltune_binary(). A
+// missing one is a runtime error that says how to build it or point `env_var` at it; `what` names
+// it there ("the MPI client").
+Expected<std::string> companion_binary(const std::string& name, const std::string& env_var, const std::string& what);
+
 // The path of the running program (/proc/self/exe), for the command line to set as above.
 std::string running_program();
 

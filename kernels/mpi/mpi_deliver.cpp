@@ -222,29 +222,8 @@ Expected<std::unique_ptr<DeliverySession>> open_mpi_session(const Json& study) {
     return runtime_error("acceltune verify: mpirun not found; install the Debian package openmpi-bin");
   }
 
-  std::string client;
-  if (const char* c = std::getenv("ACCELTUNE_MPI_CLIENT"); c && *c) {
-    if (::access(c, X_OK) != 0) {
-      return runtime_error("acceltune verify: ACCELTUNE_MPI_CLIENT names '{}', which is not an executable; point it "
-                           "at the built {} or unset it",
-                           c, kClientName);
-    }
-    client = c;
-  } else {
-    auto exe = acceltune_binary();
-    if (!exe) {
-      return runtime_error("acceltune verify: cannot find {} beside the acceltune binary: {}; set ACCELTUNE_MPI_CLIENT "
-                           "to its path",
-                           kClientName, exe.error().message);
-    }
-    const fs::path beside = fs::path(*exe).parent_path() / kClientName;
-    if (::access(beside.c_str(), X_OK) != 0) {
-      return runtime_error("acceltune verify: the MPI client {} is not beside the acceltune binary ({}); build the "
-                           "target {} or set ACCELTUNE_MPI_CLIENT to its path",
-                           kClientName, beside.string(), kClientName);
-    }
-    client = beside.string();
-  }
+  ACCELTUNE_TRY_ASSIGN(const std::string client,
+                       companion_binary(kClientName, "ACCELTUNE_MPI_CLIENT", "the MPI client"));
   return std::unique_ptr<DeliverySession>(new MpiSession(study, mpirun, client, op,
                                                           static_cast<int>(ranks_json.get<int64_t>()),
                                                           std::move(launcher_args)));

@@ -28,27 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kNetnsDir = "/run/netns";
 
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    size_t start = 0;
-    while (start <= p.size()) {
-      const size_t colon = p.find(':', start);
-      dirs.push_back(p.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-  }
-  for (const char* d : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) dirs.emplace_back(d);
-  for (const auto& d : dirs) {
-    if (d.empty()) continue;
-    const std::string full = d + "/" + name;
-    if (::access(full.c_str(), X_OK) == 0) return full;
-  }
-  return "";
-}
 
 std::string quote_argv(const std::vector<std::string>& argv) {
   std::string s;
@@ -90,6 +69,28 @@ Status link_ioctl(const std::string& link, unsigned long request, int* mtu) {
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 }  // namespace
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t start = 0;
+    while (start <= p.size()) {
+      const size_t colon = p.find(':', start);
+      dirs.push_back(p.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  for (const char* d : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) dirs.emplace_back(d);
+  for (const auto& d : dirs) {
+    if (d.empty()) continue;
+    const std::string full = d + "/" + name;
+    if (::access(full.c_str(), X_OK) == 0) return full;
+  }
+  return "";
+}
 
 Status enter_netns(const std::string& name) {
   const std::string path = std::string(kNetnsDir) + "/" + name;

@@ -22,8 +22,12 @@ Status enter_netns(const std::string& name);
 // and waits for it. Sockets keep their namespace, so fds created there work on any thread.
 Status run_in_netns(const std::string& name, const std::function<void()>& fn);
 
-// Runs argv (argv[0] found on PATH or in /usr/sbin, /sbin) and waits at most timeout_seconds;
-// the error names the command and quotes its stderr.
+// The path of a program: `name` when it has a slash, else the first executable on PATH or in
+// /usr/sbin, /sbin, /usr/bin, /bin (where iproute2 puts `ip` for root); "" when none.
+std::string find_program(const std::string& name);
+
+// Runs argv (argv[0] found by find_program) and waits at most timeout_seconds; the error names
+// the command and quotes its stderr.
 Expected<std::string> run_command(const std::vector<std::string>& argv, double timeout_seconds = 10);
 
 // The MTU of a link inside a namespace (empty: this thread's namespace), and setting it

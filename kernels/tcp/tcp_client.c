@@ -101,6 +101,20 @@ static int ms_left(double deadline) {
   return (int)(left * 1000.0) + 1;
 }
 
+/* Waits until `fd` is ready for `events` (POLLIN, POLLOUT) or `deadline` passes. 0 when ready,
+ * else -1 with errno (ETIMEDOUT past the deadline). */
+static int wait_ready(int fd, short events, double deadline) {
+  struct pollfd p;
+  int r;
+  p.fd = fd;
+  p.events = events;
+  p.revents = 0;
+  do r = poll(&p, 1, ms_left(deadline));
+  while (r < 0 && errno == EINTR);
+  if (r == 0) errno = ETIMEDOUT;
+  return r > 0 ? 0 : -1;
+}
+
 /* A whole number without sign or suffix. */
 static int parse_whole(const char *text, unsigned long long *out) {
   char *end = NULL;
@@ -215,19 +229,8 @@ static int fail(const char *step, unsigned long long size, const char *why) {
 static long long read_exactly(int fd, void *buf, size_t len, double deadline) {
   size_t got = 0;
   while (got < len) {
-    struct pollfd p;
     ssize_t n;
-    int r;
-    p.fd = fd;
-    p.events = POLLIN;
-    p.revents = 0;
-    r = poll(&p, 1, ms_left(deadline));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) {
-      errno = ETIMEDOUT;
-      return -1;
-    }
+    if (wait_ready(fd, POLLIN, deadline) != 0) return -1;
     n = recv(fd, (char *)buf + got, len - got, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) return -1;
@@ -252,17 +255,7 @@ static int write_all(int fd, const void *buf, size_t len, double deadline) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd p;
-      int r;
-      p.fd = fd;
-      p.events = POLLOUT;
-      p.revents = 0;
-      r = poll(&p, 1, ms_left(deadline));
-      if (r < 0 && errno != EINTR) return -1;
-      if (r == 0) {
-        errno = ETIMEDOUT;
-        return -1;
-      }
+      if (wait_ready(fd, POLLOUT, deadline) != 0) return -1;
       continue;
     }
     if (n == 0) errno = EIO;
@@ -303,17 +296,9 @@ static int serve_runs(int fd, unsigned long long size, unsigned char *buf) {
     const double deadline = now_seconds() + IO_TIMEOUT_SECONDS;
     while (got < size) {
       const unsigned long long left = size - got;
-      struct pollfd p;
-      ssize_t n;
-      int r;
-      p.fd = fd;
-      p.events = POLLIN;
-      p.revents = 0;
-      r = poll(&p, 1, ms_left(deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0) errno = ETIMEDOUT;
-      n = r > 0 ? recv(fd, buf, left < READ_CHUNK ? (size_t)left : READ_CHUNK, 0) : -1;
-      if (n < 0 && r > 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      const int ready = wait_ready(fd, POLLIN, deadline) == 0;
+      const ssize_t n = ready ? recv(fd, buf, left < READ_CHUNK ? (size_t)left : READ_CHUNK, 0) : -1;
+      if (n < 0 && ready && (errno == EINTR || errno == EAGAIN)) continue;
       if (n == 0 && got == 0) return 0; /* the sender is done with this size */
       if (n <= 0) {
         char why[160];
@@ -363,21 +348,16 @@ static int serve(const struct options *o) {
     return fail("serve: listening", 0, why);
   }
   for (;;) {
-    struct pollfd p;
     unsigned char header[8];
     unsigned long long size;
     long long n;
     int r, fd;
-    p.fd = lfd;
-    p.events = POLLIN;
-    p.revents = 0;
-    r = poll(&p, 1, ms_left(now_seconds() + o->idle_seconds));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
+    const int waited = wait_ready(lfd, POLLIN, now_seconds() + o->idle_seconds);
+    if (waited != 0 && errno != ETIMEDOUT) {
       rc = fail("serve: waiting for a connection", 0, strerror(errno));
       break;
     }
-    if (r == 0) {
+    if (waited != 0) {
       char why[96];
       snprintf(why, sizeof why, "no connection came for %g s", o->idle_seconds);
       rc = fail("serve: waiting for a connection", 0, why);
@@ -448,16 +428,8 @@ static int connect_to(const struct options *o, unsigned long long size, const ch
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
       err = errno;
       if (err == EINPROGRESS) {
-        struct pollfd p;
-        int r;
         const double deadline = until > now_seconds() + 0.5 ? until : now_seconds() + 0.5;
-        p.fd = fd;
-        p.events = POLLOUT;
-        p.revents = 0;
-        do r = poll(&p, 1, ms_left(deadline));
-        while (r < 0 && errno == EINTR);
-        if (r < 0) err = errno;
-        else if (r == 0) err = ETIMEDOUT;
+        if (wait_ready(fd, POLLOUT, deadline) != 0) err = errno;
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       }
     }

@@ -31,11 +31,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -48,8 +46,6 @@
 
 namespace acceltune {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr const char* kClientName = "acceltune-tcp-client";
 constexpr const char* kClientEnv = "ACCELTUNE_TCP_CLIENT";
@@ -160,7 +156,6 @@ std::string available_congestion() {
   return text;
 }
 
-
 // A program's complaint for a message: its stderr without the surrounding blank space, its tail
 // when long.
 std::string complaint(const Child::Result& r) {
@@ -189,45 +184,6 @@ std::map<uint64_t, double> parse_client_lines(const std::string& out, const std:
     values[size] = static_cast<double>(size) / seconds / 1e9;
   }
   return values;
-}
-
-std::string join_sizes(const std::vector<uint64_t>& sizes) {
-  std::string s;
-  for (uint64_t v : sizes) s += (s.empty() ? "" : ",") + std::to_string(v);
-  return s;
-}
-
-// `ip`, which enters the namespaces for the client: on PATH, else where iproute2 puts it.
-std::optional<std::string> find_ip() {
-  if (auto p = find_on_path("ip")) return p;
-  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
-    if (::access(p, X_OK) == 0) return std::string(p);
-  }
-  return std::nullopt;
-}
-
-// The client: ACCELTUNE_TCP_CLIENT when set, else beside the acceltune binary.
-Expected<std::string> find_client() {
-  if (const char* c = std::getenv(kClientEnv); c && *c) {
-    if (::access(c, X_OK) != 0) {
-      return runtime_error("acceltune verify: {} names '{}', which is not an executable; point it at the built {} "
-                           "or unset it",
-                           kClientEnv, c, kClientName);
-    }
-    return std::string(c);
-  }
-  auto exe = acceltune_binary();
-  if (!exe) {
-    return runtime_error("acceltune verify: cannot find {} beside the acceltune binary: {}; set {} to its path",
-                         kClientName, exe.error().message, kClientEnv);
-  }
-  const fs::path beside = fs::path(*exe).parent_path() / kClientName;
-  if (::access(beside.c_str(), X_OK) != 0) {
-    return runtime_error("acceltune verify: the TCP client {} is not beside the acceltune binary ({}); build the "
-                         "target {} or set {} to its path",
-                         kClientName, beside.string(), kClientName, kClientEnv);
-  }
-  return beside.string();
 }
 
 class TcpClientSession final : public DeliverySession {
@@ -319,8 +275,10 @@ class TcpClientSession final : public DeliverySession {
     options.own_group = true;
     ACCELTUNE_TRY_ASSIGN(auto server, Child::start(server_argv, env, options));
 
+    std::vector<std::string> size_texts;
+    for (uint64_t size : sizes) size_texts.push_back(std::to_string(size));
     std::vector<std::string> sender_argv = {ip_,   "netns", "exec",        in.client, client_, "send",
-                                            "--to", in.server_addr, "--port", port,   "--sizes", join_sizes(sizes)};
+                                            "--to", in.server_addr, "--port", port,   "--sizes", join(size_texts, ",")};
     if (congestion_per_socket) {
       sender_argv.push_back("--congestion");
       sender_argv.push_back(s.congestion);
@@ -369,11 +327,11 @@ Expected<std::unique_ptr<DeliverySession>> open_tcp_client(const Json& study) {
                          "acceltune creates, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN); run it as root",
                          kClientName);
   }
-  ACCELTUNE_TRY_ASSIGN(std::string client, find_client());
-  const auto ip = find_ip();
-  if (!ip) return runtime_error("acceltune verify: the ip command not found; install the Debian package iproute2");
+  ACCELTUNE_TRY_ASSIGN(std::string client, companion_binary(kClientName, kClientEnv, "the TCP client"));
+  const std::string ip = find_program("ip");
+  if (ip.empty()) return runtime_error("acceltune verify: the ip command not found; install the Debian package iproute2");
   ACCELTUNE_TRY_ASSIGN(auto pair, NetnsPair::create());
-  auto session = std::make_unique<TcpClientSession>(std::move(pair), study, *ip, std::move(client));
+  auto session = std::make_unique<TcpClientSession>(std::move(pair), study, ip, std::move(client));
   ACCELTUNE_TRY(session->remember_defaults());
   return std::unique_ptr<DeliverySession>(std::move(session));
 }
