@@ -26,6 +26,7 @@ Expected<std::string> emit_env(const BestTable& best) {
   ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
   for (const auto& c : pe.comments) out += "# " + c + "\n";
   for (const auto& [var, value] : pe.vars) out += fmt::format("{}={}\n", var, value);
+  for (const auto& h : pe.held) out += fmt::format("# held back: {}\n# {}={}\n", h.why, h.var, h.value);
   for (const auto& [format, path] : pe.files) out += fmt::format("# per-size choices: the {} file above\n", format);
   for (const auto& r : best.ranges) {
     std::string diff;

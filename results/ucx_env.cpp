@@ -41,6 +41,9 @@ Expected<std::string> emit_ucx_env(const BestTable& best) {
     }
     out += fmt::format("{}={}\n", var, v);
   }
+  for (const auto& h : pe.held) {
+    if (h.var.rfind("UCX_", 0) == 0) out += fmt::format("# held back: {}\n# {}={}\n", h.why, h.var, h.value);
+  }
   for (const auto& c : pe.comments) {
     if (c.rfind("UCX_", 0) == 0) out += "# " + c + "\n";
   }

@@ -14,6 +14,7 @@
 
 #include "acceltune/loader.h"
 #include "tests/helpers.hpp"
+#include "tests/study_files.hpp"
 #include "tuner/best.hpp"
 #include "probe/fingerprint.hpp"
 #include "tuner/store.hpp"
@@ -372,6 +373,58 @@ TEST(Loader, FifosDirectoriesAndDevicesAreRefusedAtOnce) {
   EXPECT_EQ(acceltune_apply((dir / "s2").c_str(), 0), ACCELTUNE_E_READ);
   EXPECT_NE(std::string(acceltune_last_error()).find("is a directory"), std::string::npos) << acceltune_last_error();
   EXPECT_EQ(std::getenv("NCCL_AT_TEST_FIFO"), nullptr);
+}
+
+// A shared-memory UCX study: UCX reads one environment for every path, so what it measured on
+// shared memory alone (a transport list a job across nodes cannot connect with, a threshold that
+// would govern the network too) is held back by each reader of the plan: the env export writes it
+// commented out with why, exec and the loader do not set it; best.json keeps it for the study's
+// own path (verify, the bring-up bundle).
+TEST(Loader, AShmStudysUcxLinesAreHeldBackByEveryReader) {
+  test::TempDir dir;
+  test::StudySpec spec;
+  spec.space_json = R"({"name": "ucx-shm", "kernel": "ucx", "operation": "tag_bw", "params": [
+      {"name": "tls", "kind": "categorical", "values": ["all", "posix"], "default": "all", "env": "UCX_TLS"},
+      {"name": "rndv_thresh", "kind": "categorical", "values": ["auto", "65536"], "default": "auto",
+       "env": "UCX_RNDV_THRESH"}]})";
+  spec.sizes = {65536, 1048576};
+  spec.fingerprint = probe_fingerprint();
+  spec.trials = {{Json::object(), {{65536, 1.0}, {1048576, 1.0}}, ""},
+                 {Json{{"tls", "posix"}, {"rndv_thresh", "65536"}}, {{65536, 2.0}, {1048576, 2.0}}, ""}};
+  test::write_study(dir / "s", spec);
+  const Json best = Json::parse(test::read_file(dir / "s" / "best.json"));
+  ASSERT_EQ(best["export_config"]["tls"], "posix") << best.dump();
+  EXPECT_EQ(best["plan"]["env"], Json::array()) << best["plan"].dump();
+  ASSERT_EQ(best["plan"]["held"].size(), 2u) << best["plan"].dump();
+  std::map<std::string, std::string> held;
+  for (const auto& h : best["plan"]["held"]) held[h["var"].get<std::string>()] = h["value"].get<std::string>();
+  EXPECT_EQ(held, (std::map<std::string, std::string>{{"UCX_TLS", "posix"}, {"UCX_RNDV_THRESH", "65536"}}));
+
+  auto e = test::run_cli({"export", "s", "--format", "env"}, dir.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out.find("\nUCX_TLS="), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("\nUCX_RNDV_THRESH="), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("\n# UCX_TLS=posix\n"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("names no network transport"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("governs ucx-tcp's too"), std::string::npos) << e.out;
+  auto u = test::run_cli({"export", "s", "--format", "ucx-env"}, dir.path());
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  EXPECT_EQ(u.out.find("\nUCX_TLS="), std::string::npos) << u.out;
+  EXPECT_NE(u.out.find("\n# UCX_RNDV_THRESH=65536\n"), std::string::npos) << u.out;
+
+  auto x = test::run_cli({"exec", "--config", "s", "--", "sh", "-c", "echo \"[${UCX_TLS-unset}][${UCX_RNDV_THRESH-unset}]\""},
+                         dir.path());
+  EXPECT_EQ(x.exit_code, 0) << x.err;
+  EXPECT_EQ(x.out, "[unset][unset]\n") << x.err;
+  EXPECT_NE(x.err.find("not set: UCX_TLS=posix"), std::string::npos) << x.err;
+
+  const std::string job = test::built_path("ACCELTUNE_LOADER_JOB", ACCELTUNE_LOADER_JOB);
+  auto r = shell("env -u UCX_TLS -u UCX_RNDV_THRESH " + quoted(std::filesystem::path(job)) + " " + quoted(dir / "s") +
+                 " UCX_TLS UCX_RNDV_THRESH");
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_NE(r.second.find("rc=0\n"), std::string::npos) << r.second;
+  EXPECT_NE(r.second.find("UCX_TLS=(unset)\n"), std::string::npos) << r.second;
+  EXPECT_NE(r.second.find("UCX_RNDV_THRESH=(unset)\n"), std::string::npos) << r.second;
 }
 
 }  // namespace

@@ -17,8 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The plan's variables (tuner/plan.hpp), as the env export writes them, with its per-size files
-// written into the study directory; or the lines of an env file.
+// The plan's variables (tuner/plan.hpp), as the env export writes them (what it holds back from
+// other paths is not set, and said), with its per-size files written into the study directory; or
+// the lines of an env file.
 Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const std::string& path) {
   std::error_code ec;
   BestTable b;
@@ -50,6 +51,9 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
   if (!b.overall_trial) return runtime_error("{}: the study has no config that measured ok", path);
   ACCELTUNE_TRY(write_plan_files(b));
   ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(b));
+  for (const auto& h : pe.held) {
+    std::fprintf(stderr, "acceltune exec: not set: %s=%s (%s)\n", h.var.c_str(), h.value.c_str(), h.why.c_str());
+  }
   return pe.vars;
 }
 

@@ -106,6 +106,9 @@ Json BestTable::to_json() const {
     Json vars = Json::array();
     for (const auto& [k, v] : pe->vars) vars.push_back(Json::array({k, v}));
     j["plan"]["env"] = vars;
+    Json held = Json::array();
+    for (const auto& h : pe->held) held.push_back(Json{{"var", h.var}, {"value", h.value}, {"why", h.why}});
+    j["plan"]["held"] = held;
   }
   j["delivery"] = Json{{"state", delivery.state}, {"why", delivery.why},           {"client", delivery.client},
                        {"fingerprint", delivery.fingerprint}, {"at", delivery.at}, {"rounds", delivery.rounds},

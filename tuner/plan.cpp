@@ -211,6 +211,38 @@ void choose_plan(BestTable& best, const Space& space, const std::vector<Trial>& 
   finish_ranges(best);
 }
 
+namespace {
+
+// Why a job across paths must not get `var=value` of this study's plan; empty when it may.
+std::string held_back_why(const BestTable& best, const std::string& var, const std::string& value) {
+  const FamilyInfo* f = family_of_kernel(best.kernel);
+  if (!f) return "";
+  if (f->single_node_only) {
+    std::string why = f->single_node_only(var, value);
+    if (!why.empty()) return why;
+  }
+  if (!f->one_env_for_all_paths) return "";
+  const bool its_var = std::any_of(f->env_prefixes.begin(), f->env_prefixes.end(),
+                                   [&](const std::string& p) { return var.rfind(p, 0) == 0; });
+  std::string others;
+  for (const auto& space : f->spaces) {
+    if (space != best.space) others += (others.empty() ? "" : ", ") + space;
+  }
+  if (!its_var || others.empty()) return "";
+  return fmt::format("the {} family's jobs read one environment for every path: this study measured {}'s path only, and {} governs "
+                     "{}'s too; the bring-up bundle measures every path, or uncomment it for jobs that stay on {}'s "
+                     "path",
+                     family_name_of_kernel(best.kernel), best.space, var, others, best.space);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> own_path_env(const PlanEnv& pe) {
+  std::vector<std::pair<std::string, std::string>> out = pe.vars;
+  for (const auto& h : pe.held) out.emplace_back(h.var, h.value);
+  return out;
+}
+
 Expected<PlanEnv> plan_env(const BestTable& best) {
   PlanEnv out;
   const std::map<std::string, Scope> scopes =
@@ -276,6 +308,16 @@ Expected<PlanEnv> plan_env(const BestTable& best) {
     for (auto& kv : info.switch_on(path)) out.vars.push_back(std::move(kv));
     out.files.emplace_back(format, path);
   }
+  std::vector<std::pair<std::string, std::string>> kept;
+  for (auto& [var, value] : out.vars) {
+    std::string why = held_back_why(best, var, value);
+    if (why.empty()) {
+      kept.emplace_back(std::move(var), std::move(value));
+    } else {
+      out.held.push_back(HeldVar{var, value, std::move(why)});
+    }
+  }
+  out.vars = std::move(kept);
   if (best.study.is_object() && best.study.contains("space") && best.study["space"].is_object()) {
     const std::string advice = best.study["space"].value("job_advice", "");
     if (!advice.empty()) out.comments.push_back("launcher advice: " + advice);

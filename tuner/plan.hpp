@@ -64,13 +64,24 @@ void choose_plan(BestTable& best, const Space& space, const std::vector<Trial>& 
 // chosen value needs to run (Param::needs), and the switches that make the job read the per-size
 // files (with their paths in the study's plan/ folder). Comments say what is left to the library
 // and the launcher's advice. Never a per-size param as a variable; never acceltune's hygiene.
+// A variable measured on one path that governs another (a family that reads one environment for
+// every path, as UCX does, or a value a job across nodes cannot run with: UCX_TLS=posix) is held
+// back: every exporter writes it commented out with why, `exec` and the loader do not set it, and
+// only measurements on the study's own path (`verify`, the bring-up bundle, which measures every
+// path) load it.
+struct HeldVar {
+  std::string var, value, why;
+};
 struct PlanEnv {
   std::vector<std::pair<std::string, std::string>> vars;
+  std::vector<HeldVar> held;
   std::vector<std::string> comments;
   // Per-size files the switches name: format, path.
   std::vector<std::pair<std::string, std::string>> files;
 };
 Expected<PlanEnv> plan_env(const BestTable& best);
+// What a job on the study's own path loads: the plan's variables and those held back.
+std::vector<std::pair<std::string, std::string>> own_path_env(const PlanEnv& pe);
 
 // Writes the per-size files plan_env names (atomically; unchanged files are left alone).
 Status write_plan_files(const BestTable& best);

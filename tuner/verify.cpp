@@ -226,9 +226,10 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   ACCELTUNE_TRY_ASSIGN(PlanEnv pe, plan_env(best));
   const std::vector<std::pair<std::string, std::string>> pinned = pinned_env(best.study);
   const DeliveryArm defaults = defaults_arm(best);
-  DeliveryArm plan{"plan", pe.vars, best.plan.job};
+  // Measured on the study's own path, so with what the plan holds back from other paths.
+  DeliveryArm plan{"plan", own_path_env(pe), best.plan.job};
   bool loads = best.plan.job != defaults.job;
-  for (const auto& kv : pe.vars) {
+  for (const auto& kv : plan.env) {
     if (std::find(pinned.begin(), pinned.end(), kv) == pinned.end()) loads = true;
   }
   // The client first: a missing tool is worth knowing even when this plan needs no measurement.
@@ -319,7 +320,7 @@ Expected<DeliveredPlan> verify_and_fall_back(BestTable& best, const DeliverOptio
       // A plan that breaks the job is never exported: no second chance for it.
       std::string vars;
       if (auto pe = plan_env(best)) {
-        for (const auto& [var, value] : pe->vars) vars += (vars.empty() ? "" : " ") + var + "=" + value;
+        for (const auto& [var, value] : own_path_env(*pe)) vars += (vars.empty() ? "" : " ") + var + "=" + value;
       }
       out.why = best.delivery.verdict_why + (vars.empty() ? "" : "; the plan set " + vars);
       fall_back_to_defaults(best, "the plan's job failed: " + out.why + ": falls back to the library defaults");

@@ -100,7 +100,8 @@ Expected<Contribution> contribution_of(const StudyData& study, const std::string
     c.files.emplace_back(name, path);
     path_to_bundle[path] = (fs::absolute(bundle_dir) / name).lexically_normal().string();
   }
-  for (const auto& kv : pe.vars) {
+  // Held-back lines too: the bundle measures every path under them (leave_out_unmeasured_paths).
+  for (const auto& kv : own_path_env(pe)) {
     if (std::find(c.pinned.begin(), c.pinned.end(), kv) != c.pinned.end()) continue;
     const auto f = path_to_bundle.find(kv.second);
     c.vars.emplace_back(kv.first, f == path_to_bundle.end() ? kv.second : f->second);
