@@ -243,6 +243,20 @@ Bundle sample_bundle() {
   return b;
 }
 
+TEST(BringupBundle, ADeliveredFigureNamesItsWorstSizeBesideItsBest) {
+  Delivered slow, fast;
+  slow.ratio = 0.69, slow.ci_low = 0.47, slow.ci_high = 1.03;
+  fast.ratio = 1.11, fast.ci_low = 0.32, fast.ci_high = 3.81;
+  const std::string text = delivered_range_text({{65536, slow}, {1 << 20, fast}, {4 << 20, fast}});
+  EXPECT_EQ(text.find("1.11x"), 0u) << text;
+  EXPECT_NE(text.find("at 1M, worst 0.69x [0.47, 1.03] at 64K"), std::string::npos) << text;
+  EXPECT_EQ(text.find("slower"), std::string::npos) << text;  // its interval reaches 1.0
+  slow.slower = true;
+  EXPECT_NE(delivered_range_text({{65536, slow}, {1 << 20, fast}}).find("; slower at 64K"), std::string::npos);
+  // One size: nothing to set beside it.
+  EXPECT_EQ(delivered_range_text({{1 << 20, fast}}).find("worst"), std::string::npos);
+}
+
 TEST(BringupBundle, TheEnvFilesSayWhereEachLineComesFrom) {
   const Bundle b = sample_bundle();
   const std::string env = env_file_text(b, "# header\n");
@@ -251,6 +265,9 @@ TEST(BringupBundle, TheEnvFilesSayWhereEachLineComesFrom) {
             std::string::npos)
       << env;
   EXPECT_NE(env.find("\n# UCX_TLS=posix,cma\n"), std::string::npos) << env;  // left out: commented
+  // Its paths hold where it was written; a moved bundle loads through job.sh.
+  EXPECT_NE(env.find("# Paths in it are absolute"), std::string::npos) << env;
+  EXPECT_NE(env.find("loads through its job.sh"), std::string::npos) << env;
   EXPECT_NE(env.find("# note: UCX_RNDV_THRESH: ucx-shm wanted 65536"), std::string::npos) << env;
   const std::string ucx = env_subset_text(b, "# header\n", *find_bundle_file("ucx.env"));
   EXPECT_NE(ucx.find("UCX_RNDV_THRESH=65536"), std::string::npos);

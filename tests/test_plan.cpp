@@ -278,6 +278,44 @@ TEST(Plan, TheSizesWhereAPlanLoadsTheDefaultsAreKnownFromThePlan) {
   EXPECT_TRUE(sizes_loading_the_defaults(mpi_table(dir, Json{{"pml", "ucx"}}, "ignore")).empty());
 }
 
+// The export's header tells what proves the plan over all its sizes: the delivered verdict, its
+// best size and its worst beside it, the certified figures the same way, each named for what it is.
+TEST(Plan, TheExportNamesTheVerdictAndTheWorstSizeBesideTheBest) {
+  test::TempDir dir;
+  BestTable b = mpi_table(dir, Json{{"pml", "ucx"}}, "ignore");
+  const double ratios[2][3] = {{1.85, 1.63, 2.10}, {0.98, 0.95, 1.01}};
+  for (size_t i = 0; i < 2; ++i) {
+    SizeBest& s = b.sizes[i];
+    s.certified = true;
+    s.significant = i == 0;
+    s.certified_ratio = ratios[i][0] + 0.5;
+    s.ci_low = ratios[i][1] + 0.5;
+    s.ci_high = ratios[i][2] + 0.5;
+    Delivered d;
+    d.ratio = ratios[i][0], d.ci_low = ratios[i][1], d.ci_high = ratios[i][2];
+    s.delivered = d;
+  }
+  b.delivery.state = "measured";
+  b.delivery.rounds = 12;
+  b.delivery.verdict = "ships";
+  b.delivery.verdict_why = "at 32K the plan ran 1.85x [1.63, 2.10] the defaults over 12 rounds";
+  auto env = emit("env", b);
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_NE(env->find("# delivered (a plain job, 12 rounds): verdict 'ships': at 32K the plan ran"), std::string::npos)
+      << *env;
+  EXPECT_NE(env->find("# delivered per size: 1.85x [1.63, 2.10] at 32K, worst 0.98x [0.95, 1.01] at 1M\n"),
+            std::string::npos)
+      << *env;
+  EXPECT_NE(env->find("# certified (inside acceltune): 2.35x [2.13, 2.60] at 32K, worst 1.48x [1.45, 1.51] at 1M\n"),
+            std::string::npos)
+      << *env;
+  b.delivery = Delivery{};
+  b.delivery.why = "kernel x has no plain client";
+  env = emit("env", b);
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_NE(env->find("# not verified: kernel x has no plain client\n"), std::string::npos) << *env;
+}
+
 TEST(Plan, AUcxWinnerExportsWhatAJobNeedsToStartAndNoHygiene) {
   test::TempDir dir;
   set_hygiene_env("UCX_HANDLE_ERRORS", "none");  // what the ucx kernel sets in acceltune's own process

@@ -214,7 +214,7 @@ std::string own_delivered(const BestTable& b) {
   for (const auto& s : b.sizes) {
     if (s.delivered) sizes[s.bytes] = *s.delivered;
   }
-  const std::string text = bringup::best_delivered_text(sizes);
+  const std::string text = delivered_range_text(sizes);
   if (text.empty()) return "not measured";
   // A figure of a plan that did not ship says so first: "undecided: 0.71x [0.00, 1353.82] at 1M".
   const std::string& v = b.delivery.verdict;
@@ -223,7 +223,7 @@ std::string own_delivered(const BestTable& b) {
 
 std::string bundle_delivered_text(const bringup::BundleDelivery& d) {
   if (d.state != "measured") return "not verified: " + d.why;
-  const std::string text = bringup::best_delivered_text(d.sizes);
+  const std::string text = delivered_range_text(d.sizes);
   return text.empty() ? "not measured" : text;
 }
 

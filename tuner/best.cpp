@@ -438,6 +438,65 @@ std::string fingerprint_header(const Json& study) {
   return out;
 }
 
+std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes) {
+  const std::pair<const uint64_t, Delivered>*top = nullptr, *worst = nullptr;
+  std::string slower;
+  for (const auto& kv : sizes) {
+    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
+    if (!worst || kv.second.ratio < worst->second.ratio) worst = &kv;
+    if (kv.second.slower) slower += (slower.empty() ? "" : ", ") + format_bytes(kv.first);
+  }
+  if (!top) return "";
+  const auto figure = [](const std::pair<const uint64_t, Delivered>& kv) {
+    return fmt::format("{} at {}", gain_interval_text(kv.second.ratio, kv.second.ci_low, kv.second.ci_high),
+                       format_bytes(kv.first));
+  };
+  return fmt::format("{}{}{}", figure(*top), worst == top ? "" : ", worst " + figure(*worst),
+                     slower.empty() ? "" : "; slower at " + slower);
+}
+
+namespace {
+
+// What proves the plan, over all its sizes: the delivered verdict with its best and worst size, or
+// why nothing was delivered; then the certified figures.
+std::string verdict_header(const BestTable& best) {
+  std::string out;
+  if (best.delivery.state == "measured") {
+    std::map<uint64_t, Delivered> sizes;
+    for (const auto& s : best.sizes) {
+      if (s.delivered) sizes[s.bytes] = *s.delivered;
+    }
+    out += fmt::format("# delivered (a plain job, {} rounds): {}{}\n", best.delivery.rounds,
+                       best.delivery.verdict.empty() ? std::string("no verdict") : "verdict '" + best.delivery.verdict + "'",
+                       best.delivery.verdict_why.empty() ? "" : ": " + best.delivery.verdict_why);
+    const std::string range = delivered_range_text(sizes);
+    if (!range.empty()) out += "# delivered per size: " + range + "\n";
+  } else if (!best.delivery.why.empty()) {
+    out += "# not verified: " + best.delivery.why + "\n";
+  }
+  const std::string certified = certified_range_text(best);
+  if (!certified.empty()) out += "# certified (inside acceltune): " + certified + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string certified_range_text(const BestTable& best) {
+  const SizeBest *top = nullptr, *worst = nullptr;
+  for (const auto& s : best.sizes) {
+    if (!s.certified || !s.certified_ratio || (s.chosen_is_default && best.plan.job_is_default)) continue;
+    if (!worst || *s.certified_ratio < *worst->certified_ratio) worst = &s;
+    if (!s.significant || s.chosen_is_default) continue;
+    if (!top || *s.certified_ratio > *top->certified_ratio) top = &s;
+  }
+  if (!top) return "";
+  const auto figure = [](const SizeBest& s) {
+    return fmt::format("{} at {}", gain_interval_text(*s.certified_ratio, s.ci_low.value_or(0), s.ci_high.value_or(INFINITY)),
+                       format_bytes(s.bytes));
+  };
+  return figure(*top) + (!worst || worst == top ? "" : ", worst " + figure(*worst));
+}
+
 std::string export_header(const BestTable& best) {
   std::string out = fmt::format("# acceltune: space {}, kernel {}, {} trials{}\n", best.space, best.kernel, best.trials,
                                 best.certified ? ", gains certified against the default" : "");
@@ -448,6 +507,7 @@ std::string export_header(const BestTable& best) {
   if (best.export_config == best.default_config && all_default) {
     out += "# no significant gain over the library default\n";
   }
+  out += verdict_header(best);
   for (const auto& n : best.plan.notes) out += "# plan: " + n + "\n";
   return out;
 }

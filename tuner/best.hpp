@@ -193,6 +193,15 @@ Expected<std::string> emit(const std::string& format, const BestTable& best);
 // fingerprint (fingerprint_header).
 std::string export_header(const BestTable& best);
 
+// A delivered measurement in one line: its best size with the interval, its worst beside it, and
+// the sizes where it is slower ("1.88x [1.74, 2.03] at 4K, worst 0.81x [0.70, 0.93] at 1M; slower
+// at 1M"); empty when no size was measured.
+std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes);
+// The certified gain of a plan in one line: its best significant size, and its worst certified
+// size where the plan loads something (the job-wide part changes every size) when that is
+// another; empty when no size has a significant certified gain.
+std::string certified_range_text(const BestTable& best);
+
 // The fingerprint lines of an export, from the study record: "# acceltune fingerprint: ID" (for
 // people and `compare`) and "# acceltune fingerprint_fields: {...}", the fields the runtime loader
 // checks (loader_fields in fingerprint.hpp). Empty when the study has no fingerprint.

@@ -15,17 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The certified gain a study brings, at its best significant size.
+// The certified gain a study brings, over all its sizes.
 std::string certified_gain(const BestTable& b) {
-  const SizeBest* top = nullptr;
-  for (const auto& s : b.sizes) {
-    if (!s.certified || !s.significant || !s.certified_ratio || s.chosen_is_default) continue;
-    if (!top || *s.certified_ratio > *top->certified_ratio) top = &s;
-  }
-  if (!top) return b.certified ? "no significant certified gain" : "not certified";
-  return fmt::format("certified {} at {}", gain_interval_text(*top->certified_ratio, top->ci_low.value_or(0),
-                                                    top->ci_high.value_or(INFINITY)),
-                     format_bytes(top->bytes));
+  const std::string range = certified_range_text(b);
+  if (range.empty()) return b.certified ? "no significant certified gain" : "not certified";
+  return "certified " + range;
 }
 
 // A bundle file's name for a plan file's format: the one a family names for it, else the plan
@@ -73,18 +67,6 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::string best_delivered_text(const std::map<uint64_t, Delivered>& sizes) {
-  const std::pair<const uint64_t, Delivered>* top = nullptr;
-  std::string slower;
-  for (const auto& kv : sizes) {
-    if (!top || kv.second.ratio > top->second.ratio) top = &kv;
-    if (kv.second.slower) slower += (slower.empty() ? "" : ", ") + format_bytes(kv.first);
-  }
-  if (!top) return "";
-  return fmt::format("{} at {}{}", gain_interval_text(top->second.ratio, top->second.ci_low, top->second.ci_high),
-                     format_bytes(top->first), slower.empty() ? "" : "; slower at " + slower);
-}
-
 Expected<Contribution> contribution_of(const StudyData& study, const std::string& bundle_dir) {
   Contribution c;
   c.study = &study;
@@ -129,6 +111,9 @@ std::string single_node_only(const std::string& var, const std::string& value) {
 std::string env_file_text(const Bundle& bundle, const std::string& header) {
   std::string out = header;
   out += "# Load: BUNDLE/job.sh COMMAND [ARGS...], or `set -a; . ./acceltune.env; set +a` in a shell.\n";
+  out += "# Paths in it are absolute, as a shell, `acceltune exec --config` and the loader read them: they hold\n"
+         "# only where the bundle was written. A moved or copied bundle loads through its job.sh, which finds\n"
+         "# its files beside itself.\n";
   if (bundle.env.empty()) out += "# no study's plan sets a variable: every library keeps its own defaults\n";
   for (const auto& l : bundle.env) {
     out += "\n# " + l.why + "\n";

@@ -90,10 +90,6 @@ struct BundleDelivery {
   bool failed = false;       // its job failed under the bundle (`why`)
 };
 
-// A delivered measurement in one line: its best size with the interval, and the sizes where it is
-// slower ("1.88x [1.74, 2.03] at 4K; slower at 1M"); empty when no size was measured.
-std::string best_delivered_text(const std::map<uint64_t, Delivered>& sizes);
-
 struct Bundle {
   std::vector<EnvLine> env;
   std::vector<std::string> notes;  // conflicts and how they were settled, left-out variables

@@ -28,7 +28,7 @@ void set_var(EnvVars& env, const std::string& var, const std::string& value) {
 // The merged bundle's figures for a study, one line: its best size, or why none.
 std::string delivered_line(const BundleDelivery& d) {
   if (d.state != "measured") return "in the bundle: not verified (" + d.why + ")";
-  const std::string text = best_delivered_text(d.sizes);
+  const std::string text = delivered_range_text(d.sizes);
   return "in the bundle: " + (text.empty() ? std::string("no size measured") : "delivered " + text);
 }
 
@@ -384,7 +384,9 @@ void comment_lines(const std::vector<Contribution>& contributions, Bundle& out) 
                                   [&](const Contribution& x) { return x.study->best.space == s; });
       std::string text = s;
       if (c != contributions.end()) {
-        text += " (" + c->gain;
+        const Delivery& own = c->study->best.delivery;
+        text += " (its own plan: " +
+                (own.verdict.empty() ? std::string("not verified") : "verdict '" + own.verdict + "'") + "; " + c->gain;
         for (const auto& d : out.delivered) {
           if (d.study == s) text += "; " + delivered_line(d);
         }
