@@ -3,6 +3,8 @@
 // mid-run). The namespace tests are in test_tcp_stream_netns.cpp.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "tests/tcp_stream_helpers.hpp"
 
 namespace acceltune {
@@ -47,7 +49,37 @@ TEST(TcpStreamLoopback, BuffersNodelayAndCongestionAreApplied) {
   EXPECT_EQ(m.details.value("rcvbuf_bytes", 0), 2 << 20);
   Measurement d = k->measure(s, s.default_config(), 1 << 20, quick(), {});
   ASSERT_EQ(d.state, State::ok) << d.error;
-  EXPECT_EQ(d.details.value("congestion", ""), "cubic");
+  EXPECT_EQ(d.details.value("congestion", ""), to_string(s.params()[*s.param_index("congestion")].default_value()));
+}
+
+// Congestion control is a host setting: trial 0 runs the host's own, which joins the domain when
+// the space does not list it, so a plan is never judged against a default this host does not run.
+TEST(TcpStreamLoopback, TrialZeroRunsTheHostsCongestionControl) {
+  std::string host;
+  std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control") >> host;
+  if (host.empty()) GTEST_SKIP() << "this host has no /proc/sys/net/ipv4/tcp_congestion_control";
+  if (host == "reno") GTEST_SKIP() << "this host runs reno, the space's own default";
+  std::string text = space_text();
+  const std::string listed = R"("values": ["cubic", "reno"], "default": "cubic")";
+  ASSERT_NE(text.find(listed), std::string::npos);
+  text.replace(text.find(listed), listed.size(), R"("values": ["reno"], "default": "reno")");
+  Space s = test::space_from_text(text);
+  auto k = make_kernel(s);
+  ASSERT_TRUE(k.has_value()) << k.error().message;
+  const Param& p = s.params()[*s.param_index("congestion")];
+  EXPECT_EQ(to_string(p.default_value()), host);
+  ASSERT_EQ(p.values.size(), 2u);  // reno, and the host's own joined it
+  EXPECT_EQ(to_string(p.values[0]), "reno");
+  EXPECT_EQ(s.definition()["params"][7]["default"], host);
+  Measurement d = (*k)->measure(s, s.default_config(), 1 << 20, quick(), {});
+  ASSERT_EQ(d.state, State::ok) << d.error;
+  EXPECT_EQ(d.details.value("congestion", ""), host);
+  // A worker reads the stored definition and attaches again: nothing more changes.
+  auto stored = Space::from_definition(s.definition(), "study.json", ".");
+  ASSERT_TRUE(stored.has_value()) << stored.error().message;
+  Space again = std::move(*stored);
+  ASSERT_TRUE(make_kernel(again).has_value());
+  EXPECT_EQ(again.definition()["params"][7], s.definition()["params"][7]);
 }
 
 TEST(TcpStreamLoopback, SeveralMtusAreHeldAtTheDefault) {

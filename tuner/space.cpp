@@ -150,6 +150,32 @@ void Space::set_membership(std::function<bool(const Config&)> member, std::strin
   count_cache_.reset();
 }
 
+Expected<bool> Space::set_default_value(std::string_view name, const Value& v) {
+  const auto k = param_index(name);
+  if (!k) return input_error("{}: no param '{}'", source_, name);
+  Param& p = params_[*k];
+  bool grew = false;
+  auto i = p.index_of(v);
+  if (!i) {
+    if (p.kind == ParamKind::boolean || (p.kind == ParamKind::categorical) != std::holds_alternative<std::string>(v)) {
+      return input_error("{}: param '{}' cannot take the value {}", source_, name, to_string(v));
+    }
+    size_t at = p.values.size();
+    if (is_ordered(p.kind)) {
+      at = 0;
+      while (at < p.values.size() && to_double(p.values[at]) < to_double(v)) ++at;
+    }
+    p.values.insert(p.values.begin() + static_cast<std::ptrdiff_t>(at), v);
+    if (is_ordered(p.kind)) p.kind = ParamKind::ordinal;  // no longer a range or powers of two only
+    i = at;
+    grew = true;
+  }
+  p.default_index = *i;
+  count_cache_.reset();
+  ACCELTUNE_TRY(compile());
+  return grew;
+}
+
 Config Space::default_config() const {
   Config c;
   c.index.reserve(params_.size());

@@ -75,6 +75,12 @@ class Space {
 
   std::optional<size_t> param_index(std::string_view name) const;
 
+  // Makes `v` the default of param `name` (trial 0 measures it), adding it to the domain where it
+  // is absent (in axis order for the ordered kinds): a param that changes the host starts from
+  // the host's current value. Only before any config of the space exists (a kernel's attach).
+  // Returns whether the domain grew.
+  Expected<bool> set_default_value(std::string_view name, const Value& v);
+
   // Restrict the space to configs a predicate accepts (a replay landscape holds only some
   // configs). `what` explains the restriction in messages.
   void set_membership(std::function<bool(const Config&)> member, std::string what);

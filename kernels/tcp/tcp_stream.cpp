@@ -281,27 +281,31 @@ void TcpStream::hold_mtu_at_default(const Space& space, size_t k, std::vector<st
                                placement_, to_string(p.default_value()), others, reason));
 }
 
-Status TcpStream::restrict_congestion(const Space& space, std::vector<std::function<bool(const Config&)>>& keep,
+Status TcpStream::restrict_congestion(Space& space, std::vector<std::function<bool(const Config&)>>& keep,
                                       std::vector<std::string>& why) {
   const auto k = space.param_index("congestion");
   if (!k || !space.params()[*k].env.empty()) return {};
-  const Param& p = space.params()[*k];
   const auto have = available_congestion();
+  // A host setting starts from the host's own value: trial 0 runs the congestion control a plain
+  // socket here gets, so a plan never replaces it with a space's default unmeasured.
+  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string host_default;
+  f >> host_default;
+  const std::string listed = to_string(space.params()[*k].default_value());
+  if (!host_default.empty() && host_default != listed && known_congestion().count(host_default) &&
+      std::find(have.begin(), have.end(), host_default) != have.end()) {
+    ACCELTUNE_TRY_ASSIGN(const bool grew, space.set_default_value("congestion", Value{host_default}));
+    notes_.push_back(fmt::format("tcp-stream: trial 0 runs this host's congestion control, {} (the space lists {} as "
+                                 "its default{})",
+                                 host_default, listed, grew ? fmt::format("; {} joins the domain", host_default) : ""));
+  }
+  const Param& p = space.params()[*k];
   std::vector<bool> ok_index;
   std::vector<std::string> missing;
   for (const auto& v : p.values) {
     const bool there = std::find(have.begin(), have.end(), to_string(v)) != have.end();
     ok_index.push_back(there);
     if (!there) missing.push_back(to_string(v));
-  }
-  // The space's default is set explicitly on every socket; say so when a plain socket here gets another.
-  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
-  std::string host_default;
-  f >> host_default;
-  if (!host_default.empty() && host_default != to_string(p.default_value())) {
-    notes_.push_back(fmt::format("tcp-stream: this host's default congestion control is {}, the space's default is {}; "
-                                 "every socket sets its config's value, so trial 0 runs {}",
-                                 host_default, to_string(p.default_value()), to_string(p.default_value())));
   }
   if (missing.empty()) return {};
   if (!ok_index[p.default_index]) {

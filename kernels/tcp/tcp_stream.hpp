@@ -67,7 +67,7 @@ class TcpStream final : public Kernel {
 
   // Congestion controls the space lists but this host lacks are left out, with one note;
   // the default must be there.
-  Status restrict_congestion(const Space& space, std::vector<std::function<bool(const Config&)>>& keep,
+  Status restrict_congestion(Space& space, std::vector<std::function<bool(const Config&)>>& keep,
                              std::vector<std::string>& why);
 
   Settings read(const Space& space, const Config& c) const;
