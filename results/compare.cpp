@@ -403,13 +403,22 @@ CompareCell cell_at(const StudyData& s, uint64_t bytes) {
     }
   }
   if (sb) {
+    // The exported config and its one figure (exported_figure), as `best` and the report show it;
+    // the default beside it from the same rounds.
+    const ExportedFigure f = exported_figure(s.best, *sb);
+    if (f.default_value && f.what.find("certified") != std::string::npos) {
+      cell.default_value = finite(*f.default_value);
+      cell.default_p10 = cell.default_p90 = std::nullopt;
+    }
     if (!cell.default_value && sb->default_value) cell.default_value = sb->default_value;
-    if (sb->best_trial) {
-      cell.best_trial = sb->best_trial;
-      cell.best_value = finite(sb->best_value);
-      cell.best_p10 = finite(sb->best_p10);
-      cell.best_p90 = finite(sb->best_p90);
-      cell.best_config = sb->best_config;
+    if (f.value) {
+      cell.best_trial = f.trial;
+      cell.best_value = finite(*f.value);
+      cell.best_config = f.config;
+      if (f.trial && sb->best_trial && *f.trial == *sb->best_trial && f.what.find("certified") == std::string::npos) {
+        cell.best_p10 = finite(sb->best_p10);
+        cell.best_p90 = finite(sb->best_p90);
+      }
     }
     cell.certified = sb->certified;
     cell.significant = sb->significant;

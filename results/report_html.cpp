@@ -48,17 +48,6 @@ std::string fingerprint_details(const Json& fp) {
 }
 
 
-// The medians behind a size's certified interval (config, default): the winner's fresh rounds, or
-// in older tables its candidate rounds.
-std::optional<std::pair<double, double>> certified_medians(const SizeBest& e) {
-  if (!e.certified || !e.certified_ratio || !e.certified_trial) return std::nullopt;
-  if (e.certified_rounds > 0) return std::make_pair(e.certified_value, e.certified_default_value);
-  for (const auto& c : e.candidates) {
-    if (c.trial == *e.certified_trial) return std::make_pair(c.value, c.default_value);
-  }
-  return std::nullopt;
-}
-
 // Why a table has no delivered gains, in words.
 std::string not_verified_why(const BestTable& b) {
   return b.delivery.why.empty() ? "not measured yet: acceltune verify measures it" : b.delivery.why;
@@ -153,13 +142,16 @@ std::string best_section(const StudyData& s) {
   std::string o = "<section id=\"best\">\n<h2>Best per message size</h2>\n<table>\n";
   o += fmt::format(
       "<tr><th>size</th><th>default ({0})</th><th>certified gain [95% interval]</th><th>delivered gain [95% "
-      "interval]</th><th>exported config</th><th>certified medians: config / default ({0})</th><th>recommended "
+      "interval]</th><th>exported config</th><th>exported config / default ({0}), as measured</th><th>recommended "
       "config (trial)</th><th>recommended: search median ({0})</th><th>model estimate ({0}) [95% interval]</th>"
       "<th>best single measurement ({0}) (trial)</th></tr>\n",
       h(s.unit));
   for (const auto& e : b.sizes) {
-    const auto cm = certified_medians(e);
-    const std::string medians = cm ? fmt::format("{} / {}", format_number(cm->first), format_number(cm->second)) : "-";
+    // The exported config's one figure, the same as `best` and the JSON export show.
+    const ExportedFigure f = exported_figure(b, e);
+    const std::string medians =
+        fmt::format("{} / {} <span class=\"note\">({})</span>", f.value ? format_number(*f.value) : "-",
+                    f.default_value ? format_number(*f.default_value) : "-", h(f.what));
     const std::string rec_cfg =
         e.best_trial ? fmt::format("{} (#{})", h(describe(e.best_config, b.default_config, units)), *e.best_trial)
                      : "no config measured ok";
@@ -176,7 +168,7 @@ std::string best_section(const StudyData& s) {
     o += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"headline\">{}</td>"
                      "<td class=\"headline\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
                      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                     h(format_bytes(e.bytes)), fnum(e.default_value), certified_cell(e), delivered_cell(b, e), chosen,
+                     h(format_bytes(e.bytes)), fnum(f.default_value), certified_cell(e), delivered_cell(b, e), chosen,
                      medians, rec_cfg, e.best_trial ? format_number(e.best_value) : "-", model, observed);
   }
   o += "</table>\n";
@@ -278,23 +270,24 @@ std::string bandwidth_section(const StudyData& s) {
         ys.push_back(m->value);
       }
     }
-    // The tuned line: the certified median where certified (no p10-p90 bar: its spread is the
-    // interval in the table; where the gain was not significant the default is exported, so the
-    // default's median from those rounds), else the recommended config's search median; never the
-    // best single measurement.
+    // The tuned line: the exported config's one figure (exported_figure): the certified median
+    // where certified (no p10-p90 bar: its spread is the interval in the table; where the default
+    // is exported, the default's median from those rounds), else its search median.
     for (const auto& e : s.best.sizes) {
       if (e.bytes != bytes) continue;
-      const auto cm = certified_medians(e);
-      const double cv = !cm ? NAN : e.significant ? cm->first : cm->second;
-      if (std::isfinite(cv) && cv > 0) {
-        best.points.push_back({x, cv});
-        ys.push_back(cv);
+      const ExportedFigure f = exported_figure(s.best, e);
+      if (!f.value || !std::isfinite(*f.value) || *f.value <= 0) continue;
+      if (f.what.find("certified") != std::string::npos) {
+        best.points.push_back({x, *f.value});
         ++certified_points;
-      } else if (e.best_trial && std::isfinite(e.best_value)) {
+      } else if (f.trial && e.best_trial && *f.trial == *e.best_trial) {
         best.points.push_back(point_with_bar(x, e.best_value, e.best_p10, e.best_p90));
-        ys.push_back(e.best_value);
+        ++recommended_points;
+      } else {
+        best.points.push_back({x, *f.value});
         ++recommended_points;
       }
+      ys.push_back(*f.value);
     }
     if (o_trial) {
       if (const Measurement* m = o_trial->at_size(bytes); m && m->state == State::ok && std::isfinite(m->value)) {

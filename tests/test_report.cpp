@@ -166,6 +166,82 @@ TEST(Report, HeadlinesCertifiedAndDeliveredGainsNotTheLuckiestMeasurement) {
   EXPECT_EQ(html.find("delivered 1.93x"), std::string::npos);
 }
 
+// One config and size, one figure: where certification measured the exported config, `best`, the
+// JSON export, the report and compare all show its certified medians (not the search's trial-0
+// median, not another trial's); where the exported config is the default after its winner did
+// not ship, they show the default's median and say whose gain the interval is.
+TEST(Report, OneConfigAndSizeShowOneValueEverywhere) {
+  TempDir t;
+  StudySpec spec;
+  spec.space_json = test::tiny_space("tiny");
+  spec.sizes = {k64K, k1M};
+  spec.trials = {{Json::object(), {{k64K, 10}, {k1M, 20}}, ""},
+                 {Json{{"threads", 2}}, {{k64K, 15}, {k1M, 50}}, ""},
+                 {Json{{"threads", 3}}, {{k64K, 14}, {k1M, 45}}, ""}};
+  test::write_study(t / "s", spec);
+  auto loaded = load_study_dir((t / "s").string());
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  BestTable b = loaded->best;
+  b.certified = true;
+  for (size_t i = 0; i < 2; ++i) {
+    SizeBest& z = b.sizes[i];
+    z.certified = true;
+    z.certified_trial = 1;
+    z.certified_ratio = 2.47;
+    z.ci_low = 2.20;
+    z.ci_high = 2.77;
+    z.certified_rounds = 5;
+    z.certified_value = i == 0 ? 41.5 : 52.5;
+    z.certified_default_value = i == 0 ? 16.8 : 21.3;
+    z.significant = true;
+    Candidate c;
+    c.trial = 1;
+    c.config = z.chosen_config;
+    c.value = 40, c.default_value = 17, c.rounds = 3;
+    z.candidates = {c};
+  }
+  // 1M: the winner did not ship, so the default is exported there.
+  b.sizes[1].chosen_config = b.default_config;
+  b.sizes[1].chosen_is_default = true;
+  ASSERT_NE(b.sizes[0].chosen_config, b.default_config);
+  test::write_file(t / "s" / "best.json", b.to_json().dump());
+
+  auto best = test::run_cli({"best", (t / "s").string()});
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const auto row = [&](const std::string& size) {
+    for (const auto& l : test::lines_of(best.out)) {
+      if (l.rfind(size + " ", 0) == 0) return l;
+    }
+    return std::string();
+  };
+  EXPECT_NE(row("64K").find(" 16.8 "), std::string::npos) << best.out;
+  EXPECT_NE(row("64K").find(" 41.5 "), std::string::npos) << best.out;
+  EXPECT_EQ(row("64K").find(" 10 "), std::string::npos) << best.out;  // the search's trial 0
+  EXPECT_NE(row("1M").find("(default): the gain is #1's, which did not ship"), std::string::npos) << best.out;
+  EXPECT_EQ(row("1M").find("52.5"), std::string::npos) << best.out;
+  EXPECT_EQ(count(row("1M"), " 21.3 "), 2u) << best.out;
+
+  auto json = test::run_cli({"export", (t / "s").string(), "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json j = Json::parse(json.out);
+  EXPECT_EQ(j["sizes"][0]["exported"]["value"], 41.5);
+  EXPECT_EQ(j["sizes"][0]["exported"]["default_value"], 16.8);
+  EXPECT_EQ(j["sizes"][0]["exported"]["trial"], 1);
+  EXPECT_EQ(j["sizes"][0]["exported"]["value_is"], "certified medians");
+  EXPECT_EQ(j["sizes"][1]["exported"]["value"], 21.3);
+  EXPECT_EQ(j["sizes"][1]["exported"]["config"], b.default_config);
+
+  const std::string html = report_of(t / "s");
+  EXPECT_NE(html.find("41.5 / 16.8"), std::string::npos);
+  EXPECT_NE(html.find("21.3 / 21.3"), std::string::npos);
+
+  auto cmp = compare_studies({*load_study_dir((t / "s").string()), *load_study_dir((t / "s").string())});
+  ASSERT_TRUE(cmp) << cmp.error().message;
+  ASSERT_FALSE(cmp->cells.empty());
+  EXPECT_EQ(cmp->cells[0][0].best_value, 41.5);
+  EXPECT_EQ(cmp->cells[0][0].default_value, 16.8);
+}
+
 TEST(Report, PythonHtmlParserAgrees) {
   if (!test::have_program("python3")) GTEST_SKIP() << "python3 is not installed; the built-in checker ran in the other tests";
   TempDir t;

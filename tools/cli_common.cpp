@@ -158,23 +158,26 @@ void print_best_table(const BestTable& b, const Json& space_definition, std::FIL
                      "(default: no other config a job loads measured ok)");
         continue;
       }
-      const Candidate* w = nullptr;
-      for (const auto& c : s.candidates) {
-        if (c.trial == *s.certified_trial) w = &c;
-      }
       const std::string gain = gain_interval_text(*s.certified_ratio, s.ci_low.value_or(0), s.ci_high.value_or(INFINITY));
       // #-1: the plan's job-wide part with the library's per-size choices, not a trial of the search.
       const std::string from = *s.certified_trial >= 0 ? fmt::format("#{}", *s.certified_trial) : "job-wide part";
-      const std::string cfg =
-          s.significant ? fmt::format("{} ({})", describe_config(s.chosen_config, b.default_config, units), from)
-          : s.chosen_config == b.default_config
-              ? fmt::format("(default) {} from {}", no_gain_text(s), from)
-              : fmt::format("{}: the job-wide part, no significant gain per size",
-                            describe_config(s.chosen_config, b.default_config, units));
-      // The medians behind the interval (the winner's fresh rounds); older tables: its candidate rounds.
-      const bool own = s.certified_rounds > 0;
-      const std::string dv = own ? format_value(s.certified_default_value) : w ? format_value(w->default_value) : "-";
-      const std::string bv = own ? format_value(s.certified_value) : w ? format_value(w->value) : "-";
+      // One figure per config and size (exported_figure): the value columns are the exported
+      // config's; where the gain column is another trial's, the last column says whose.
+      const ExportedFigure f = exported_figure(b, s);
+      const std::string chosen = describe_config(s.chosen_config, b.default_config, units);
+      std::string cfg;
+      if (s.chosen_config == b.default_config) {
+        cfg = s.significant ? fmt::format("(default): the gain is {}'s, which did not ship (see plan)", from)
+                            : fmt::format("(default) {} from {}", no_gain_text(s), from);
+      } else if (s.significant && f.what == "certified medians") {
+        cfg = fmt::format("{} ({})", chosen, from);
+      } else if (s.significant) {
+        cfg = fmt::format("{}: the plan's job-wide part; the gain is {}'s", chosen, from);
+      } else {
+        cfg = fmt::format("{}: the job-wide part, no significant gain per size", chosen);
+      }
+      const std::string dv = f.default_value ? format_value(*f.default_value) : "-";
+      const std::string bv = f.value ? format_value(*f.value) : "-";
       std::fprintf(out, "%-8s %15s %15s %29s  %-25s %s\n", format_bytes(s.bytes).c_str(), dv.c_str(), bv.c_str(),
                    gain.c_str(), del.c_str(), cfg.c_str());
       continue;

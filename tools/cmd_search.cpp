@@ -237,26 +237,29 @@ int cmd_search(const SearchArgs& a) {
               static_cast<long long>(b.trials_ok),
               outcome->resumed_trials ? fmt::format(", {} resumed", outcome->resumed_trials).c_str() : "",
               format_seconds(cost).c_str(), outcome->stop_reason.c_str());
-  print_best_table(b, p.space.definition(), stdout);
-  print_efficiency(b.study, b, stdout);
-  // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks.
+  // The delivered gain: the plan loaded by a plain job of the family, with its fallbacks. The table
+  // is printed once, after it, so its figures are the plan's last.
   const bool out_of_time = deadline_passed(limit.end);
-  if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 && DeliveryRegistry::instance().find(b.kernel) &&
-      out_of_time) {
-    std::printf("delivered: not verified: the time limit left no time for it ('acceltune verify %s' measures it)\n",
-                out.c_str());
-  } else if (a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
-             DeliveryRegistry::instance().find(b.kernel)) {
+  const bool verifiable = a.verify_rounds > 0 && !outcome->cancelled_by && b.trials_ok > 0 &&
+                          DeliveryRegistry::instance().find(b.kernel);
+  BestTable shown = outcome->best;
+  if (verifiable && !out_of_time) {
     // The kernel's own processes and namespaces end first: the plain client makes its own.
     p.kernel.reset();
-    BestTable verified = outcome->best;
-    const int rc = verify_study(verified, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
-                                 a.verify_max_rounds, limit.end, plan_b_choices(b, p.space, outcome->trials));
-    if (verified.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
+    const int rc = verify_study(shown, a.verify_rounds, false, /*measurements=*/3, /*fall_back=*/true,
+                                a.verify_max_rounds, limit.end, plan_b_choices(b, p.space, outcome->trials));
+    if (shown.delivery.verdict == "fails") return rc;  // the plan broke the job: said, and exported no more
     if (rc != 0 && rc != kExitNoLongerPays && rc != kExitNotVerified) {
       std::fprintf(stderr, "acceltune: the delivered gain was not measured; 'acceltune verify %s' retries\n",
                    out.c_str());
     }
+    std::printf("\n");
+  }
+  print_best_table(shown, p.space.definition(), stdout);
+  print_efficiency(shown.study, shown, stdout);
+  if (verifiable && out_of_time) {
+    std::printf("delivered: not verified: the time limit left no time for it ('acceltune verify %s' measures it)\n",
+                out.c_str());
   }
   std::printf("study: %s\n", out.string().c_str());
   if (outcome->cancelled_by) {

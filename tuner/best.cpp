@@ -29,6 +29,20 @@ void read_gain(const Json& k, Gain& g) {
 }
 }  // namespace
 
+namespace {
+
+Json exported_json(const BestTable& b, const SizeBest& s) {
+  const ExportedFigure f = exported_figure(b, s);
+  const auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
+  return Json{{"config", f.config},
+              {"trial", opt(f.trial)},
+              {"value", opt(f.value)},
+              {"default_value", opt(f.default_value)},
+              {"value_is", f.what}};
+}
+
+}  // namespace
+
 Json BestTable::to_json() const {
   Json j = Json::object();
   // 2: the plan, the delivered gains and the model's interval; a table without "schema" is 1.
@@ -78,6 +92,7 @@ Json BestTable::to_json() const {
     }
     e["chosen_config"] = s.chosen_config;
     e["chosen_is_default"] = s.chosen_is_default;
+    e["exported"] = exported_json(*this, s);  // its one figure; the fields above name the others
     if (s.delivered) {
       const Delivered& d = *s.delivered;
       e["delivered"] = Json{{"ratio", d.ratio},       {"ci_low", d.ci_low},   {"ci_high", std::isfinite(d.ci_high) ? Json(d.ci_high) : Json(nullptr)},
@@ -480,6 +495,53 @@ std::string verdict_header(const BestTable& best) {
 }
 
 }  // namespace
+
+ExportedFigure exported_figure(const BestTable& best, const SizeBest& s) {
+  ExportedFigure f;
+  f.config = s.chosen_config.empty() ? s.best_config : s.chosen_config;
+  const bool is_default = f.config == best.default_config;
+  if (best.certified && s.certified && s.certified_trial) {
+    const Candidate* w = nullptr;
+    const Candidate* same = nullptr;  // a certified candidate with the exported config
+    for (const auto& c : s.candidates) {
+      if (c.trial == *s.certified_trial) w = &c;
+      if (c.config == f.config && !same) same = &c;
+    }
+    const bool own = s.certified_rounds > 0;
+    const double cv = own ? s.certified_value : w ? w->value : NAN;
+    const double dv = own ? s.certified_default_value : w ? w->default_value : NAN;
+    if (std::isfinite(dv)) f.default_value = dv;
+    if (is_default) {
+      f.value = f.default_value;
+      f.what = "the default's certified median";
+    } else if (*s.certified_trial < 0 || (w && w->config == f.config) || (!w && s.significant)) {
+      if (std::isfinite(cv)) f.value = cv;
+      if (*s.certified_trial >= 0) f.trial = *s.certified_trial;
+      f.what = "certified medians";
+    } else if (same) {
+      f.value = same->value;
+      f.default_value = same->default_value;
+      f.trial = same->trial;
+      f.what = "its certification candidate's medians";
+    } else {
+      f.what = "not measured in certification (the plan's job-wide part chose it)";
+    }
+    return f;
+  }
+  if (s.default_value) f.default_value = *s.default_value;
+  const bool single = best.recommended_by != "posterior-mean";
+  if (is_default) {
+    f.value = f.default_value;
+    f.what = "the default's median in the search";
+  } else if (s.best_trial && f.config == s.best_config) {
+    f.value = s.best_value;
+    f.trial = *s.best_trial;
+    f.what = single ? "the search's best single measurement" : "the search's median";
+  } else {
+    f.what = "not measured on its own (the plan's job-wide part chose it)";
+  }
+  return f;
+}
 
 std::string certified_range_text(const BestTable& best) {
   const SizeBest *top = nullptr, *worst = nullptr;

@@ -202,6 +202,18 @@ std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes);
 // another; empty when no size has a significant certified gain.
 std::string certified_range_text(const BestTable& best);
 
+// The one figure of the config a size exports, and the default's beside it, named by what they
+// are: certification's medians where it measured that config, else the search's median (or its
+// best single measurement where no model ranked the trials). Every table shows these; any other
+// figure (a model estimate, another trial's measurement) is named as such.
+struct ExportedFigure {
+  Json config;
+  std::optional<int64_t> trial;  // the trial whose config it is; none for the default or the job-wide part
+  std::optional<double> value, default_value;
+  std::string what;  // "certified medians", "the default's certified median", "the search's median", ...
+};
+ExportedFigure exported_figure(const BestTable& best, const SizeBest& s);
+
 // The fingerprint lines of an export, from the study record: "# acceltune fingerprint: ID" (for
 // people and `compare`) and "# acceltune fingerprint_fields: {...}", the fields the runtime loader
 // checks (loader_fields in fingerprint.hpp). Empty when the study has no fingerprint.
