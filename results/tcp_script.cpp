@@ -109,7 +109,11 @@ Expected<std::string> emit_tcp_script(const BestTable& best) {
        "# the socket options an application sets itself are advice at the end. Run it as root on both hosts.\n";
   const bool all_default =
       std::all_of(best.ranges.begin(), best.ranges.end(), [&](const SizeRange& r) { return r.config == best.default_config; });
-  if (all_default) o += "# No config beat the default significantly: nothing here needs changing.\n";
+  if (all_default) {
+    o += best.plan.notes.empty() ? "# No config beat the default significantly: nothing here needs changing.\n"
+                                 : "# The plan is the host's defaults (why below): nothing here needs changing.\n";
+  }
+  o += verdict_lines(best);
   o += "#\n# Chosen per message-size range:\n";
   for (const auto& r : best.ranges) {
     std::string diff;

@@ -207,9 +207,18 @@ Json delivered_json(const std::map<uint64_t, Delivered>& sizes) {
   return out;
 }
 
-// The study's own delivered figure at its best size, or why none.
+// The study's own delivered figure at its best size, or why none; a plan that fell back to the
+// defaults after a delivered measurement says what that measurement found.
 std::string own_delivered(const BestTable& b) {
-  if (b.delivery.state != "measured") return "not verified";
+  if (b.delivery.state != "measured") {
+    for (const auto& n : b.plan.notes) {
+      const size_t from = n.find(" delivered "), to = n.find(": falls back");
+      if (from != std::string::npos && to != std::string::npos && to > from) {
+        return "fell back:" + n.substr(from, to - from);
+      }
+    }
+    return "not verified";
+  }
   std::map<uint64_t, Delivered> sizes;
   for (const auto& s : b.sizes) {
     if (s.delivered) sizes[s.bytes] = *s.delivered;

@@ -543,12 +543,13 @@ ExportedFigure exported_figure(const BestTable& best, const SizeBest& s) {
   return f;
 }
 
-std::string certified_range_text(const BestTable& best) {
+std::string certified_range_text(const BestTable& best, bool as_planned) {
   const SizeBest *top = nullptr, *worst = nullptr;
   for (const auto& s : best.sizes) {
-    if (!s.certified || !s.certified_ratio || (s.chosen_is_default && best.plan.job_is_default)) continue;
+    if (!s.certified || !s.certified_ratio) continue;
+    if (as_planned && s.chosen_is_default && best.plan.job_is_default) continue;
     if (!worst || *s.certified_ratio < *worst->certified_ratio) worst = &s;
-    if (!s.significant || s.chosen_is_default) continue;
+    if (!s.significant || (as_planned && s.chosen_is_default)) continue;
     if (!top || *s.certified_ratio > *top->certified_ratio) top = &s;
   }
   if (!top) return "";
@@ -569,7 +570,11 @@ std::string export_header(const BestTable& best) {
   if (best.export_config == best.default_config && all_default) {
     out += "# no significant gain over the library default\n";
   }
-  out += verdict_header(best);
+  return out + verdict_lines(best);
+}
+
+std::string verdict_lines(const BestTable& best) {
+  std::string out = verdict_header(best);
   for (const auto& n : best.plan.notes) out += "# plan: " + n + "\n";
   return out;
 }

@@ -192,6 +192,10 @@ Expected<std::string> emit(const std::string& format, const BestTable& best);
 // The header lines every KEY=VALUE export starts with: what was searched, and the hardware
 // fingerprint (fingerprint_header).
 std::string export_header(const BestTable& best);
+// The part of export_header that says what proves the plan and what became of it: the delivered
+// verdict with its best and worst size (or why nothing was delivered), the certified figures, the
+// plan's notes (its fallbacks and why); comment lines.
+std::string verdict_lines(const BestTable& best);
 
 // A delivered measurement in one line: its best size with the interval, its worst beside it, and
 // the sizes where it is slower ("1.88x [1.74, 2.03] at 4K, worst 0.81x [0.70, 0.93] at 1M; slower
@@ -199,8 +203,10 @@ std::string export_header(const BestTable& best);
 std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes);
 // The certified gain of a plan in one line: its best significant size, and its worst certified
 // size where the plan loads something (the job-wide part changes every size) when that is
-// another; empty when no size has a significant certified gain.
-std::string certified_range_text(const BestTable& best);
+// another; empty when no size has a significant certified gain. `as_planned` false: over every
+// certified size, whether or not the plan kept its choice (the gain certification found before a
+// delivered measurement sent the plan back to the defaults).
+std::string certified_range_text(const BestTable& best, bool as_planned = true);
 
 // The one figure of the config a size exports, and the default's beside it, named by what they
 // are: certification's medians where it measured that config, else the search's median (or its

@@ -18,8 +18,10 @@ namespace fs = std::filesystem;
 // The certified gain a study brings, over all its sizes.
 std::string certified_gain(const BestTable& b) {
   const std::string range = certified_range_text(b);
-  if (range.empty()) return b.certified ? "no significant certified gain" : "not certified";
-  return "certified " + range;
+  if (!range.empty()) return "certified " + range;
+  const std::string found = certified_range_text(b, /*as_planned=*/false);
+  if (!found.empty()) return "certified " + found + " (not in the plan: see its notes)";
+  return b.certified ? "no significant certified gain" : "not certified";
 }
 
 // A bundle file's name for a plan file's format: the one a family names for it, else the plan
