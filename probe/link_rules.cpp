@@ -31,6 +31,7 @@ std::vector<LinkCeiling> host_memory_ceilings(const Json& probe) {
     LinkCeiling c{"host-memory", "host-memory", "host memory", std::nullopt, "", "", ""};
     if (ref.is_object() && field_of(ref, "copy_gbps").is_number()) {
       c.gbps = ref["copy_gbps"].get<double>();
+      if (field_of(ref, "copy_gbps_median").is_number()) c.gbps_low = ref["copy_gbps_median"].get<double>();
       c.basis = fmt::format("measured by the probe: a STREAM-style copy on {} threads over {} MiB, best of its "
                             "repetitions (bytes copied; STREAM's Copy would print {})",
                             json_int(field_of(ref, "threads"), 0), json_int(field_of(ref, "buffer_bytes"), 0) >> 20,

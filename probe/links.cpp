@@ -185,6 +185,7 @@ Efficiency efficiency_of(const Json& study, const BestTable& best) {
 
 Efficiency efficiency_of(const Json& probe, const Json& link, const BestTable& best) {
   Efficiency e;
+  std::optional<double> ceiling_low;
   e.link = link;
   if (!link.is_object() || json_str(field_of(link, "kind")).empty()) {
     e.why_none = "the study records no link (its kernel maps to no single link, or it predates link records)";
@@ -208,6 +209,7 @@ Efficiency efficiency_of(const Json& probe, const Json& link, const BestTable& b
     e.link_label = c->label;
     e.ceiling_gbps = c->gbps;
     e.ceiling_basis = c->basis;
+    ceiling_low = c->gbps_low;
     if (!c->gbps) e.why_none = c->basis;
   }
   // The measured best: the highest certified median over the sizes (the size where the link
@@ -251,12 +253,25 @@ Efficiency efficiency_of(const Json& probe, const Json& link, const BestTable& b
   }
   e.efficiency = *e.measured_gbps / *e.ceiling_gbps;
   e.verdict = verdict_of(*e.efficiency);
-  // A copy whose two buffers fit the last-level cache may be served from it.
+  // A measured ceiling moves between runs: a verdict holds only where it is the same against the
+  // ceiling's lower figure too.
+  if (ceiling_low && *ceiling_low > 0 && *ceiling_low < *e.ceiling_gbps) {
+    e.efficiency_high = *e.measured_gbps / *ceiling_low;
+    if (verdict_of(*e.efficiency_high) != e.verdict) {
+      e.verdict = "no verdict";
+      e.note += fmt::format("the ceiling was measured between {} (the median of its repetitions) and {} (their best): "
+                            "the efficiency lies between {:.0f}% and {:.0f}%, which spans two verdicts; ",
+                            gbps_text(*ceiling_low), gbps_text(*e.ceiling_gbps), *e.efficiency * 100,
+                            *e.efficiency_high * 100);
+    }
+  }
+  // A copy whose two buffers fit the last-level cache may be served from it: no verdict on memory.
   const int64_t llc = json_int(field_of(field_of(probe, "memory_reference"), "llc_bytes"), 0);
   if (kind == "host-memory" && llc > 0 && 2 * e.bytes <= static_cast<uint64_t>(llc)) {
-    e.note = fmt::format("at {} the two buffers ({}) fit this machine's {} last-level cache: the figure may come "
-                         "from the cache rather than memory; ",
-                         format_bytes(e.bytes), format_bytes(2 * e.bytes), format_bytes(static_cast<uint64_t>(llc)));
+    e.verdict = "no verdict";
+    e.note += fmt::format("at {} the two buffers ({}) fit this machine's {} last-level cache: the figure may come "
+                          "from the cache rather than memory; ",
+                          format_bytes(e.bytes), format_bytes(2 * e.bytes), format_bytes(static_cast<uint64_t>(llc)));
   }
   if (*e.efficiency > 1.0) {
     e.note += kind == "host-memory"
@@ -276,6 +291,10 @@ Json LinkCeiling::to_json() const {
 
 std::string Efficiency::short_text() const {
   if (!efficiency) return "none: " + why_none;
+  if (efficiency_high && verdict == "no verdict") {
+    return fmt::format("{:.0f}-{:.0f}% no verdict ({} of {}, {})", *efficiency * 100, *efficiency_high * 100,
+                       gbps_text(*measured_gbps), gbps_text(*ceiling_gbps), link_label);
+  }
   return fmt::format("{:.0f}% {} ({} of {}, {})", *efficiency * 100, verdict, gbps_text(*measured_gbps),
                      gbps_text(*ceiling_gbps), link_label);
 }
@@ -291,6 +310,7 @@ Json Efficiency::to_json() const {
   j["ceiling_gbps"] = ceiling_gbps ? Json(*ceiling_gbps) : Json(nullptr);
   j["ceiling_basis"] = ceiling_basis;
   j["efficiency"] = efficiency ? Json(*efficiency) : Json(nullptr);
+  j["efficiency_high"] = efficiency_high ? Json(*efficiency_high) : Json(nullptr);
   j["verdict"] = verdict;
   j["thresholds"] = verdict_thresholds_text();
   j["why_none"] = why_none;
@@ -302,8 +322,10 @@ Json Efficiency::to_json() const {
 std::string Efficiency::line() const {
   const std::string where = link_label.empty() ? "link" : "link " + link_label;
   if (!efficiency) return fmt::format("{}: no efficiency: {}", where, why_none);
-  return fmt::format("{}: {} {} at {} of {} = {:.0f}%, {} ({})", where, gbps_text(*measured_gbps), measured_is,
-                     format_bytes(bytes), gbps_text(*ceiling_gbps), *efficiency * 100, verdict,
+  // Against a measured ceiling the efficiency is a range: its best repetition to its median.
+  const std::string range = efficiency_high ? fmt::format(" to {:.0f}%", *efficiency_high * 100) : "";
+  return fmt::format("{}: {} {} at {} of {} = {:.0f}%{}, {} ({})", where, gbps_text(*measured_gbps), measured_is,
+                     format_bytes(bytes), gbps_text(*ceiling_gbps), *efficiency * 100, range, verdict,
                      verdict_thresholds_text());
 }
 

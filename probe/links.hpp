@@ -42,6 +42,9 @@ struct LinkCeiling {
   std::string basis;           // how it was computed and from what
   std::string state;           // the link's state now, where it has one ("gen 4 x8 now, max gen 5 x16")
   std::string finding;         // what is wrong with the link itself, empty when nothing
+  // A measured ceiling's lower figure (the median of its repetitions, where `gbps` is their
+  // best): the ceiling lies somewhere between them, so a verdict must hold at both.
+  std::optional<double> gbps_low = std::nullopt;
 
   Json to_json() const;
 };
@@ -106,7 +109,12 @@ struct Efficiency {
   std::optional<double> ceiling_gbps;
   std::string ceiling_basis;
   std::optional<double> efficiency;
-  std::string verdict;   // empty without an efficiency
+  // Against a measured ceiling's lower figure (LinkCeiling::gbps_low): the efficiency lies between
+  // `efficiency` and this.
+  std::optional<double> efficiency_high;
+  // Empty without an efficiency; "no verdict" where the ceiling's spread spans two verdicts or
+  // the figure may come from the cache (`note` says which).
+  std::string verdict;
   std::string why_none;  // why there is no efficiency (no link recorded, no ceiling, a latency objective)
   std::vector<std::string> suggestions;  // what the probe suggests for a verdict below good, or without a ceiling
   std::string note;  // above the ceiling: why that can happen with this ceiling

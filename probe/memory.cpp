@@ -15,6 +15,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -155,6 +156,36 @@ CopyFigure measure_copy(const std::vector<int>& cpus, size_t bytes) {
   return f;
 }
 
+// The last-level cache the CPUs of this machine share, as the kernel describes it (the highest
+// cache level of CPU 0 in sysfs: "32768K"); glibc's sysconf where sysfs has none. In a virtual
+// machine sysconf may report the host chip's total (320M where the guest's L3 is 32M).
+int64_t last_level_cache_bytes() {
+  int best_level = 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    int64_t n = 0;
+    try {
+      n = std::stoll(size);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const char unit = size.back();
+    n *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? int64_t{1} << 30 : 1;
+    if (level > best_level) {
+      best_level = level;
+      bytes = n;
+    }
+  }
+  if (bytes > 0) return bytes;
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return llc > 0 ? llc : 0;
+}
+
 Json figure_json(const CopyFigure& f) {
   return Json{{"copy_gbps", f.best_gbps}, {"copy_gbps_median", f.median_gbps}, {"threads", f.threads},
               {"buffer_bytes", f.bytes}};
@@ -198,8 +229,8 @@ void probe_memory_reference(Json& probe) {
     return;
   }
   ref.update(figure_json(*best));
-  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  ref["llc_bytes"] = llc > 0 ? Json(static_cast<int64_t>(llc)) : Json(nullptr);
+  const int64_t llc = last_level_cache_bytes();
+  ref["llc_bytes"] = llc > 0 ? Json(llc) : Json(nullptr);
   if (!per_node.empty()) ref["per_numa"] = per_node;
   probe["memory_reference"] = ref;
 }
