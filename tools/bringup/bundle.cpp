@@ -20,7 +20,7 @@ std::string certified_gain(const BestTable& b) {
   const std::string range = certified_range_text(b);
   if (!range.empty()) return "certified " + range;
   const std::string found = certified_range_text(b, /*as_planned=*/false);
-  if (!found.empty()) return "certified " + found + " (not in the plan: see its notes)";
+  if (!found.empty()) return "certified " + found + " (not kept: see the plan)";
   return b.certified ? "no significant certified gain" : "not certified";
 }
 
