@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "tests/helpers.hpp"
+#include "tests/study_files.hpp"
 #include "tuner/best.hpp"
 #include "tuner/verify.hpp"
 
@@ -25,6 +26,47 @@ TEST(Verify, APlanPaysUnlessASizeIsSignificantlySlower) {
   EXPECT_TRUE(delivery_pays(b));
   b.sizes[0].delivered->slower = true;
   EXPECT_FALSE(delivery_pays(b));
+}
+
+// A host setting is written active only after its delivered verdict ships, with the host's value
+// shown beside it: a tcp-stream study whose plan sets congestion control, verified through the
+// scripted plain client (ACCELTUNE_TEST_SCRIPTED_DELIVERY, a test seam) with a known outcome.
+TEST(Verify, AHostSettingIsActiveInTheScriptOnlyWhenItsScriptedVerdictShips) {
+#if !ACCELTUNE_TEST_SEAMS
+  GTEST_SKIP() << "built without ACCELTUNE_TEST_SEAMS: no scripted plain client";
+#endif
+  const auto study = [](const test::TempDir& dir) {
+    test::StudySpec spec;
+    spec.space_json = R"({"name": "tcp-stream", "kernel": "tcp-stream", "placement": "netns", "params": [
+        {"name": "mtu", "kind": "ordinal", "values": [1500, 9000], "default": 1500},
+        {"name": "congestion", "kind": "categorical", "values": ["cubic", "reno"], "default": "cubic"},
+        {"name": "streams", "kind": "ordinal", "values": [1, 2], "default": 1}]})";
+    spec.sizes = {65536, 1048576};
+    spec.trials = {{Json::object(), {{65536, 1.0}, {1048576, 2.0}}, ""},
+                   {Json{{"congestion", "reno"}}, {{65536, 1.5}, {1048576, 3.0}}, ""}};
+    test::write_study(dir / "s", spec);
+  };
+  for (const auto& [ratio, code, active] : {std::tuple{"1.3", 0, true}, std::tuple{"0.85", 3, false}}) {
+    test::TempDir dir;
+    study(dir);
+    const Json before = Json::parse(test::read_file(dir / "s" / "best.json"));
+    ASSERT_EQ(before["plan"]["job"]["congestion"], "reno") << before["plan"].dump();
+    auto v = test::run_cli({"verify", "s"}, dir.path(), std::string("ACCELTUNE_TEST_SCRIPTED_DELIVERY=") + ratio);
+    EXPECT_EQ(v.exit_code, code) << v.out << v.err;
+    EXPECT_NE(v.out.find("a scripted client (test seam)"), std::string::npos) << v.out;
+    auto e = test::run_cli({"export", "s", "--format", "tcp-script"}, dir.path());
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const bool set = e.out.find("\nsysctl -w net.ipv4.tcp_congestion_control=reno\n") != std::string::npos;
+    EXPECT_EQ(set, active) << ratio << "\n" << e.out;
+    if (active) {
+      EXPECT_NE(e.out.find("\nshow net.ipv4.tcp_congestion_control reno 'applied: its delivered verdict ships'\n"),
+                std::string::npos)
+          << e.out;
+    } else {
+      EXPECT_NE(e.out.find("# sysctl -w net.ipv4.tcp_congestion_control=reno\n"), std::string::npos) << e.out;
+      EXPECT_NE(e.out.find("'worse'"), std::string::npos) << e.out;
+    }
+  }
 }
 
 TEST(Verify, AChangedMachineIsReportedFieldByField) {

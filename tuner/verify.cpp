@@ -2,6 +2,7 @@
 #include "tuner/verify.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "tuner/cancel.hpp"
 #include "tuner/certify.hpp"
@@ -39,6 +40,37 @@ std::vector<std::string> fingerprint_drift(const Json& stored, const Json& now) 
 }
 
 namespace {
+
+#if ACCELTUNE_TEST_SEAMS
+// Test seam (builds with ACCELTUNE_TEST_SEAMS only): ACCELTUNE_TEST_SCRIPTED_DELIVERY=RATIO makes
+// every family's plain client a scripted one whose plan arm runs RATIO times the defaults at every
+// size (1% of deterministic jitter per run), so the verdict and what follows from it (fallbacks,
+// exports, the settings script) are tested with an outcome known in advance.
+class ScriptedDelivery final : public DeliverySession {
+ public:
+  explicit ScriptedDelivery(double ratio) : ratio_(ratio) {}
+  Expected<std::map<uint64_t, double>> measure(const DeliveryArm& arm, const std::vector<uint64_t>& sizes) override {
+    ++runs_;
+    const double jitter = 1.0 + 0.01 * static_cast<double>((runs_ * 7) % 5 - 2) / 2.0;
+    std::map<uint64_t, double> out;
+    for (uint64_t b : sizes) out[b] = 100.0 * jitter * (arm.name == "plan" ? ratio_ : 1.0);
+    return out;
+  }
+
+ private:
+  double ratio_;
+  int runs_ = 0;
+};
+
+std::unique_ptr<DeliverySession> scripted_delivery() {
+  const char* r = std::getenv("ACCELTUNE_TEST_SCRIPTED_DELIVERY");
+  if (!r || !*r) return nullptr;
+  const double ratio = std::atof(r);
+  return ratio > 0 ? std::make_unique<ScriptedDelivery>(ratio) : nullptr;
+}
+#else
+std::unique_ptr<DeliverySession> scripted_delivery() { return nullptr; }
+#endif
 
 bool plan_is_default(const BestTable& best) {
   if (!best.plan.job_is_default) return false;
@@ -233,7 +265,11 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
     if (std::find(pinned.begin(), pinned.end(), kv) == pinned.end()) loads = true;
   }
   // The client first: a missing tool is worth knowing even when this plan needs no measurement.
-  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<DeliverySession> session, client->open(best.study));
+  std::unique_ptr<DeliverySession> session = scripted_delivery();
+  const std::string client_text = session ? "a scripted client (test seam)" : client->description;
+  if (!session) {
+    ACCELTUNE_TRY_ASSIGN(session, client->open(best.study));
+  }
   if (!loads) {
     best.delivery.why = "the plan is the library's defaults: a job loads nothing from it";
     return {};
@@ -263,7 +299,7 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
   const bool cut = deadline_passed(o.deadline) && static_cast<int>(rounds) < rule.max_rounds &&
                    !judge_plan(raw[1], raw[0], rule, false).decided;
   best.delivery.state = "measured";
-  best.delivery.client = client->description;
+  best.delivery.client = client_text;
   best.delivery.rounds = static_cast<int>(rounds);
   best.delivery.verdict = to_string(j.verdict);
   best.delivery.verdict_why = j.why + (j.verdict == Verdict::fails && !failure.empty() ? " (" + failure + ")" : "") +
