@@ -258,6 +258,26 @@ TEST(Cli, HostCopySearchWithATinyBudget) {
   EXPECT_NE(again.err.find("--resume"), std::string::npos);
 }
 
+// An env file's paths are absolute (a bundle's acceltune.env): exec refuses one that no longer
+// exists, naming the variable and how a moved bundle is loaded, rather than starting a job that
+// would fall back to the library's own choice without a word.
+TEST(Cli, ExecRefusesAnEnvFileNamingAMissingFile) {
+  test::TempDir dir;
+  test::write_file(dir / "rules.conf", "1\n");
+  const std::string rules = (dir / "rules.conf").string();
+  test::write_file(dir / "a.env", "OMPI_MCA_coll_tuned_dynamic_rules_filename=" + rules + "\nUCX_TLS=tcp\n");
+  auto ok = test::run_cli({"exec", "--config", "a.env", "--", "sh", "-c", "echo $UCX_TLS"}, dir.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "tcp\n");
+  std::filesystem::remove(dir / "rules.conf");
+  auto moved = test::run_cli({"exec", "--config", "a.env", "--", "true"}, dir.path());
+  EXPECT_EQ(moved.exit_code, 2) << moved.err;
+  EXPECT_NE(moved.err.find("OMPI_MCA_coll_tuned_dynamic_rules_filename names " + rules + ", which does not exist"),
+            std::string::npos)
+      << moved.err;
+  EXPECT_NE(moved.err.find("job.sh"), std::string::npos) << moved.err;
+}
+
 TEST(Cli, ReplaySearchResumeExportAndExec) {
   test::TempDir dir;
   test::write_file(dir / "land.csv", test::landscape_csv());

@@ -46,6 +46,15 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
     if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ACCELTUNE_TRY_ASSIGN(EnvFileText parsed, parse_env_text(text, path));
+    // Its paths are absolute (a bundle's acceltune.env holds where the bundle was written): one
+    // that no longer exists would leave the library at its own choice without a word.
+    for (const auto& [var, value] : parsed.vars) {
+      if (value.size() > 1 && value[0] == '/' && !fs::exists(value, ec)) {
+        return input_error("{}: {} names {}, which does not exist (a moved or copied bundle loads through its "
+                           "job.sh, which finds its files beside itself)",
+                           path, var, value);
+      }
+    }
     return parsed.vars;
   }
   if (!b.overall_trial) return runtime_error("{}: the study has no config that measured ok", path);
