@@ -175,7 +175,11 @@ Status read_listed_domain(const Json& j, const ParamReader& r, const std::string
   for (const auto& v : j["values"]) {
     if (p.kind == ParamKind::ordinal) {
       if (!v.is_number()) return r.fail(fmt::format("ordinal value {} is not a number; use kind categorical", v.dump()));
-      p.values.push_back(v.is_number_integer() ? Value(v.get<int64_t>()) : Value(v.get<double>()));
+      if (v.is_number_integer()) {
+        p.values.emplace_back(v.get<int64_t>());
+      } else {
+        p.values.emplace_back(v.get<double>());
+      }
     } else {
       if (!v.is_string() && !v.is_number() && !v.is_boolean()) {
         return r.fail(fmt::format("categorical value {} must be a string", v.dump()));
