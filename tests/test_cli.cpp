@@ -39,6 +39,24 @@ TEST(Cli, BadUsageExitsTwo) {
   EXPECT_NE(sz.err.find("12Q"), std::string::npos);
 }
 
+// Input that cannot mean anything is refused before anything is written: a size of 0 bytes
+// (naming the option), and --resume where no study is.
+TEST(Cli, ASizeOfZeroAndAResumeOfNothingLeaveNothingBehind) {
+  test::TempDir dir;
+  for (const std::string sizes : {"0", "64K,0", "0:8K:+4K"}) {
+    auto r = run_cli({"search", "--space", "host-copy", "--sizes", sizes, "--budget", "1", "--out", "z"}, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << sizes << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("--sizes: a size of 0 bytes moves nothing"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "z")) << sizes;
+  }
+  auto b = run_cli({"bench", "--space", "host-copy", "--sizes", "0"}, dir.path());
+  EXPECT_EQ(b.exit_code, 2) << b.out << b.err;
+  auto r = run_cli({"search", "--resume", "--out", "missing"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("there is no study to resume here"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing")) << "a refused --resume left a folder behind";
+}
+
 // Every option that takes a duration reads the same forms, and says them when refusing one.
 TEST(Cli, DurationsTakeOneGrammar) {
   test::TempDir dir;

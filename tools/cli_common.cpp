@@ -263,7 +263,9 @@ Expected<Prepared> prepare(const std::string& space_arg, const std::string& size
     }
     w.sizes = {0};
   } else if (!sizes_arg.empty()) {
-    ACCELTUNE_TRY_ASSIGN(w.sizes, parse_sizes(sizes_arg));
+    auto sizes = parse_sizes(sizes_arg);
+    if (!sizes) return input_error("--sizes: {}", sizes.error().message);
+    w.sizes = std::move(*sizes);
   } else {
     w.sizes = space.sizes();
   }

@@ -211,6 +211,11 @@ int cmd_search(const SearchArgs& a) {
   auto dir = study_dir_of(a, p.space.name());
   if (!dir) return fail(dir.error());
   const fs::path out = *dir;
+  // Nothing to resume: refused before anything is written there (no folder, lock or outcome).
+  std::error_code ec;
+  if (a.resume && !fs::exists(out / "study.json", ec)) {
+    return fail(input_error("{}: there is no study to resume here; run without --resume to start one", out.string()));
+  }
   outcome_dir = out;
   auto store = open_store("dir", out.string());
   if (!store) return fail(store.error());

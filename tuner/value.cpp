@@ -122,6 +122,9 @@ Expected<std::vector<uint64_t>> parse_sizes(std::string_view text) {
     start = comma + 1;
   }
   if (sizes.size() > 4096) return input_error("size list '{}' has more than 4096 sizes", text);
+  for (uint64_t b : sizes) {
+    if (b == 0) return input_error("a size of 0 bytes moves nothing in '{}'; give sizes from 1 byte, e.g. 4K,64K,1M", text);
+  }
   return sizes;
 }
 
