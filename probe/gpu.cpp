@@ -3,6 +3,7 @@
 // and width (current and maximum), active NVLink links, power, temperature and clocks. Also the
 // CUDA driver and runtime versions. A CUDA error (no driver, no device) becomes an empty list
 // and a note, never a failure.
+#include <filesystem>
 #include <string>
 
 #include "probe/nvml.hpp"
@@ -63,8 +64,20 @@ void probe_gpus(Json& probe) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    add_probe_note(probe, "gpus", fmt::format("no CUDA GPU: cudaGetDeviceCount: {} ({})", cudaGetErrorString(err),
-                                              static_cast<int>(err)));
+    // Say what is absent: no driver at all reads as such, not as CUDA's error code; a driver that
+    // is there but older than the runtime keeps the error and says what it means.
+    std::error_code ec;
+    const bool driver = have_nvml || std::filesystem::exists("/proc/driver/nvidia", ec);
+    const std::string cuda_error = fmt::format("cudaGetDeviceCount: {} ({})", cudaGetErrorString(err), static_cast<int>(err));
+    if (!driver) {
+      add_probe_note(probe, "gpus", "no NVIDIA driver (no /proc/driver/nvidia, no NVML): no GPU families here");
+    } else if (err == cudaErrorInsufficientDriver) {
+      add_probe_note(probe, "gpus", fmt::format("the NVIDIA driver is older than the CUDA runtime acceltune was built "
+                                                "with ({}): update the driver, or build with an older toolkit",
+                                                cuda_error));
+    } else {
+      add_probe_note(probe, "gpus", "no CUDA GPU: " + cuda_error);
+    }
     (void)cudaGetLastError();  // clear the sticky error for the kernels that run after the probe
     count = 0;
   } else {

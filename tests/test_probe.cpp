@@ -58,6 +58,25 @@ TEST(Probe, JsonHoldsEverySection) {
   EXPECT_EQ(j["fingerprint_fields"], fingerprint_fields(j));
 }
 
+// A machine without an NVIDIA driver is told so, not given a CUDA error code that reads like a
+// driver fault.
+TEST(Probe, AMachineWithoutADriverIsToldSo) {
+  std::error_code ec;
+  if (std::filesystem::exists("/proc/driver/nvidia", ec)) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  auto r = test::run_cli({"probe", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json probe = Json::parse(r.out);
+  if (probe["gpus"].is_array() && !probe["gpus"].empty()) GTEST_SKIP() << "GPUs are listed without /proc/driver/nvidia";
+  std::string gpu_notes;
+  for (const auto& n : probe.value("notes", Json::array())) {
+    if (n.get<std::string>().rfind("gpus: ", 0) == 0) gpu_notes += n.get<std::string>() + "\n";
+  }
+  if (gpu_notes.find("this build has no CUDA runtime") != std::string::npos) GTEST_SKIP() << gpu_notes;
+  EXPECT_NE(gpu_notes.find("no NVIDIA driver"), std::string::npos) << gpu_notes;
+  EXPECT_EQ(gpu_notes.find("cudaGetDeviceCount"), std::string::npos) << gpu_notes;
+  EXPECT_EQ(gpu_notes.find("insufficient"), std::string::npos) << gpu_notes;
+}
+
 TEST(Probe, FingerprintIsStableAcrossRuns) {
   const Json a = probe_json();
   const Json b = probe_json();
