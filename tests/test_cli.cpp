@@ -187,11 +187,27 @@ TEST(Cli, ProbeJson) {
   EXPECT_NE(human.out.find("CPU"), std::string::npos);
 }
 
+// What this machine can run comes first; what it cannot follows, grouped under the reason; every
+// line fits 100 characters.
 TEST(Cli, SpacesListsTheShippedDefault) {
   auto r = run_cli({"spaces"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("host-copy"), std::string::npos);
+  const size_t runnable = r.out.find("Spaces this machine can run");
+  const size_t host_copy = r.out.find("\nhost-copy ");
+  ASSERT_NE(runnable, std::string::npos) << r.out;
+  ASSERT_NE(host_copy, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("configs"), std::string::npos);
+  const size_t rest = r.out.find("Not runnable here:");
+  if (rest != std::string::npos) {
+    EXPECT_LT(host_copy, rest) << r.out;
+    EXPECT_EQ(r.out.find("unavailable", 0), std::string::npos) << r.out;  // the reason heads its group
+    // A space listed below is listed once, not again among the runnable ones.
+    for (const char* name : {"cuda-copy-d2h", "verbs-read"}) {
+      const size_t at = r.out.find(name);
+      if (at != std::string::npos) EXPECT_GT(at, rest) << name << "\n" << r.out;
+    }
+  }
+  for (const auto& line : test::lines_of(r.out)) EXPECT_LE(line.size(), 100u) << line;
 }
 
 TEST(Cli, UnknownSpaceName) {

@@ -9,25 +9,63 @@
 namespace acceltune::cli {
 namespace {
 
+constexpr size_t kWidth = 100;  // every line of the listing fits this many characters
+
+// `text` after `first` (already `indent` wide), words wrapped within kWidth, continuation lines
+// indented by `indent` spaces.
+std::string wrapped(const std::string& first, const std::string& text, size_t indent) {
+  std::string out = first, line = first;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    const bool fresh = line.size() <= indent;
+    if (!fresh && line.size() + 1 + word.size() > kWidth) {
+      out += "\n" + std::string(indent, ' ');
+      line = std::string(indent, ' ');
+    }
+    const std::string piece = (line.size() <= indent ? "" : " ") + word;
+    out += piece;
+    line += piece;
+  }
+  return out + "\n";
+}
+
+// What this machine can run first, one space a line (wrapped within 100 characters); then the
+// rest grouped by why they cannot run here.
 int cmd_spaces() {
   const auto entries = shipped_spaces();
   if (entries.empty()) {
     std::fprintf(stderr, "acceltune: no shipped spaces found; set ACCELTUNE_SPACES_PATH to a folder of .json spaces\n");
     return 1;
   }
+  std::string runnable;
+  std::map<std::string, std::vector<std::string>> not_here;  // why -> spaces
   for (const auto& e : entries) {
     auto space = Space::load_file(e.path);
     if (!space) {
-      std::printf("%-20s (unusable: %s)\n", e.name.c_str(), space.error().message.c_str());
+      not_here["unusable: " + space.error().message].push_back(e.name);
       continue;
     }
     const KernelInfo* info = KernelRegistry::instance().find(space->kernel());
     if (info && !info->listed) continue;  // a test family's space
     auto kernel = make_kernel(*space);
-    const std::string state = kernel ? fmt::format("{} configs", space->count_valid())
-                                     : fmt::format("unavailable: {}", kernel.error().message);
-    std::printf("%-20s kernel %-12s %-16s %s\n", e.name.c_str(), space->kernel().c_str(), state.c_str(),
-                space->description().c_str());
+    if (!kernel) {
+      not_here[kernel.error().message].push_back(e.name);
+      continue;
+    }
+    const std::string head = fmt::format("{:<20} {:<11} {:>6} configs  ", e.name, space->kernel(), space->count_valid());
+    runnable += wrapped(head, space->description(), head.size());
+  }
+  std::printf("Spaces this machine can run (acceltune search --space NAME; --params NAME for their params):\n\n%s",
+              runnable.empty() ? "  none\n" : runnable.c_str());
+  if (!not_here.empty()) std::printf("\nNot runnable here:\n");
+  for (const auto& [why, names] : not_here) {
+    std::printf("\n%s", wrapped("  ", why + ":", 2).c_str());
+    std::printf("%s", wrapped("    ", join(names, ", "), 4).c_str());
   }
   return 0;
 }
