@@ -57,6 +57,19 @@ TEST(Cli, ASizeOfZeroAndAResumeOfNothingLeaveNothingBehind) {
   EXPECT_FALSE(std::filesystem::exists(dir / "missing")) << "a refused --resume left a folder behind";
 }
 
+// Off a terminal (a pipe, a log) a search says what it is doing at each phase, in plain lines.
+TEST(Cli, ASearchInALogShowsLifeAtEachPhase) {
+  test::TempDir dir;
+  test::write_file(dir / "land.csv", test::landscape_csv());
+  auto r = run_cli({"search", "--space", "land.csv", "--budget", "3", "--out", "a"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("acceltune: space land"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("acceltune: searching: trial 1/3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("elapsed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("acceltune: certifying gains against the default: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no terminal control in a log";
+}
+
 // Every option that takes a duration reads the same forms, and says them when refusing one.
 TEST(Cli, DurationsTakeOneGrammar) {
   test::TempDir dir;
@@ -250,7 +263,9 @@ TEST(Cli, HostCopySearchWithATinyBudget) {
                     "--out", "study"},
                    dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_TRUE(r.err.empty()) << "not a terminal, so no progress output: " << r.err;
+  // Not a terminal: plain progress lines only, no terminal control.
+  for (const auto& line : test::lines_of(r.err)) EXPECT_EQ(line.rfind("acceltune: ", 0), 0u) << line;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("64K"), std::string::npos);
   EXPECT_NE(r.out.find("1M"), std::string::npos);
   EXPECT_NE(r.out.find("gain [95% interval]"), std::string::npos) << r.out;

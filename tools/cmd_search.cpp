@@ -182,6 +182,34 @@ Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bo
                    format_seconds(pr.eta_seconds).c_str());
       std::fflush(stderr);
     };
+  } else {
+    // Off a terminal (a log, a pipe, a batch job): a plain line at each phase and at most every
+    // 10 s within one, so a log shows life.
+    struct Pace {
+      std::string phase;
+      std::chrono::steady_clock::time_point last;
+      bool due(const std::string& now_phase) {
+        const auto now = std::chrono::steady_clock::now();
+        if (phase == now_phase && now - last < std::chrono::seconds(10)) return false;
+        phase = now_phase;
+        last = now;
+        return true;
+      }
+    };
+    auto pace = std::make_shared<Pace>();
+    o.on_progress = [unit, pace](const Progress& pr) {
+      if (!pace->due("search")) return;
+      const std::string best = pr.best_value ? fmt::format("{} {}", format_value(*pr.best_value), unit) : "-";
+      std::fprintf(stderr, "acceltune: searching: trial %lld/%lld, best %s, elapsed %s, about %s left\n",
+                   static_cast<long long>(pr.done), static_cast<long long>(pr.planned), best.c_str(),
+                   format_seconds(pr.elapsed_seconds).c_str(), format_seconds(pr.eta_seconds).c_str());
+      std::fflush(stderr);
+    };
+    o.on_certify_progress = [pace](int done, int total) {
+      if (!pace->due("certify") && done < total) return;
+      std::fprintf(stderr, "acceltune: certifying gains against the default: %d/%d measurements\n", done, total);
+      std::fflush(stderr);
+    };
   }
   o.on_warning = [tty](const std::string& w) {
     std::fprintf(stderr, "%sacceltune: warning: %s\n", tty ? "\r\033[K" : "", w.c_str());
@@ -189,7 +217,7 @@ Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bo
   o.telemetry.on_note = [tty](const std::string& line) {
     std::fprintf(stderr, "%sacceltune: %s\n", tty ? "\r\033[K" : "", line.c_str());
   };
-  if (tty) {
+  {
     std::string sizes;
     for (uint64_t b : p.workload.sizes) sizes += (sizes.empty() ? "" : ",") + format_bytes(b);
     std::fprintf(stderr, "acceltune: space %s (%llu valid configs), kernel %s, strategy %s, budget %lld%s, sizes %s\n",
