@@ -219,11 +219,7 @@ std::string own_delivered(const BestTable& b) {
     }
     return "not verified";
   }
-  std::map<uint64_t, Delivered> sizes;
-  for (const auto& s : b.sizes) {
-    if (s.delivered) sizes[s.bytes] = *s.delivered;
-  }
-  const std::string text = delivered_range_text(sizes);
+  const std::string text = delivered_range_text(delivered_sizes(b));
   if (text.empty()) return "not measured";
   // A figure of a plan that did not ship says so first: "undecided: 0.71x [0.00, 1353.82] at 1M".
   const std::string& v = b.delivery.verdict;

@@ -27,9 +27,6 @@ void read_gain(const Json& k, Gain& g) {
   g.default_value = get_opt(k, "default_value").value_or(0.0);
   g.rounds = k.value("rounds", 0);
 }
-}  // namespace
-
-namespace {
 
 Json exported_json(const BestTable& b, const SizeBest& s) {
   const ExportedFigure f = exported_figure(b, s);
@@ -453,6 +450,14 @@ std::string fingerprint_header(const Json& study) {
   return out;
 }
 
+std::map<uint64_t, Delivered> delivered_sizes(const BestTable& best) {
+  std::map<uint64_t, Delivered> out;
+  for (const auto& s : best.sizes) {
+    if (s.delivered) out[s.bytes] = *s.delivered;
+  }
+  return out;
+}
+
 std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes) {
   const std::pair<const uint64_t, Delivered>*top = nullptr, *worst = nullptr;
   std::string slower;
@@ -477,14 +482,10 @@ namespace {
 std::string verdict_header(const BestTable& best) {
   std::string out;
   if (best.delivery.state == "measured") {
-    std::map<uint64_t, Delivered> sizes;
-    for (const auto& s : best.sizes) {
-      if (s.delivered) sizes[s.bytes] = *s.delivered;
-    }
     out += fmt::format("# delivered (a plain job, {} rounds): {}{}\n", best.delivery.rounds,
                        best.delivery.verdict.empty() ? std::string("no verdict") : "verdict '" + best.delivery.verdict + "'",
                        best.delivery.verdict_why.empty() ? "" : ": " + best.delivery.verdict_why);
-    const std::string range = delivered_range_text(sizes);
+    const std::string range = delivered_range_text(delivered_sizes(best));
     if (!range.empty()) out += "# delivered per size: " + range + "\n";
   } else if (!best.delivery.why.empty()) {
     out += "# not verified: " + best.delivery.why + "\n";

@@ -201,6 +201,8 @@ std::string verdict_lines(const BestTable& best);
 // the sizes where it is slower ("1.88x [1.74, 2.03] at 4K, worst 0.81x [0.70, 0.93] at 1M; slower
 // at 1M"); empty when no size was measured.
 std::string delivered_range_text(const std::map<uint64_t, Delivered>& sizes);
+// The table's delivered figures by size (the sizes a delivered measurement reached).
+std::map<uint64_t, Delivered> delivered_sizes(const BestTable& best);
 // The certified gain of a plan in one line: its best significant size, and its worst certified
 // size where the plan loads something (the job-wide part changes every size) when that is
 // another; empty when no size has a significant certified gain. `as_planned` false: over every
