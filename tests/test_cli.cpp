@@ -254,7 +254,8 @@ TEST(Cli, CsvWithoutObjectiveExitsTwo) {
 TEST(Cli, UnwritableOutputExitsTwo) {
   test::TempDir dir;
   test::write_file(dir / "file", "x");
-  auto r = run_cli({"search", "--budget", "2", "--sizes", "4K", "--out", (dir / "file" / "out").string()});
+  auto r = run_cli({"search", "--space", "host-copy", "--budget", "2", "--sizes", "4K", "--out",
+                    (dir / "file" / "out").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("choose another --out"), std::string::npos) << r.err;
 }
@@ -304,7 +305,8 @@ TEST(Cli, HostCopySearchWithATinyBudget) {
   EXPECT_NE(ee.out.find("no param of this space is applied through an environment variable"), std::string::npos);
   auto bad = run_cli({"export", "study", "--format", "yaml"}, dir.path());
   EXPECT_EQ(bad.exit_code, 2);
-  auto again = run_cli({"search", "--budget", "2", "--sizes", "64K,1M", "--out", "study"}, dir.path());
+  auto again = run_cli({"search", "--space", "host-copy", "--budget", "2", "--sizes", "64K,1M", "--out", "study"},
+                       dir.path());
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("--resume"), std::string::npos);
 }

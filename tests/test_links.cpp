@@ -315,8 +315,10 @@ TEST(LinksHere, HostCopyReportsItsEfficiency) {
   EXPECT_NEAR(std::stod(m[3]), measured / ceiling * 100, 3.0);
   // The reference is measured: a verdict only where it holds from its best repetition to its median.
   const double median = study["fingerprint"]["memory_reference"]["copy_gbps_median"].get<double>();
+  // (Also none where the buffers fit the last-level cache: the figure may then come from the cache.)
+  const bool cached = r.out.find("may come from the cache rather than memory") != std::string::npos;
   if (m[4].str() == "no verdict") {
-    EXPECT_NE(verdict_of(measured / reference), verdict_of(measured / median)) << r.out;
+    EXPECT_TRUE(cached || verdict_of(measured / reference) != verdict_of(measured / median)) << r.out;
   } else {
     EXPECT_EQ(m[4].str(), verdict_of(measured / reference));
     EXPECT_EQ(m[4].str(), verdict_of(measured / median));

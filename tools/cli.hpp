@@ -24,7 +24,6 @@
 
 namespace acceltune::cli {
 
-inline constexpr const char* kDefaultSpace = "host-copy";
 inline constexpr const char* kResultsRoot = "acceltune-results";
 
 // A new folder under the results root that nothing uses yet: NAME-YYYYMMDDTHHMMSS[-N].
@@ -75,8 +74,9 @@ struct Prepared {
   std::unique_ptr<Kernel> kernel;
   Workload workload;
 };
+// `space_fields`: fields of a shipped space's file replaced (tools/spaces_path.hpp).
 Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg,
-                           const PlacementArgs& placement = {}, bool to_tune = false);
+                           const PlacementArgs& placement = {}, bool to_tune = false, const Json& space_fields = nullptr);
 
 // argv of this binary's hidden worker mode.
 std::vector<std::string> worker_command();

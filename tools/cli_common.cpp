@@ -238,8 +238,9 @@ void add_placement_options(CLI::App* command, PlacementArgs& args) {
 }
 
 Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement,
-                           bool to_tune) {
-  ACCELTUNE_TRY_ASSIGN(Space space, resolve_space(space_arg.empty() ? kDefaultSpace : space_arg));
+                           bool to_tune, const Json& space_fields) {
+  if (space_arg.empty()) return input_error("no space given: pass --space NAME (acceltune spaces lists them)");
+  ACCELTUNE_TRY_ASSIGN(Space space, resolve_space(space_arg, space_fields));
   // The placement is part of what the study measures, so it is stored with the space.
   if (placement.netns && !placement.peer.empty()) return input_error("--netns and --peer exclude each other; choose one");
   // The secret reaches the kernel, its workers and its children through the environment.

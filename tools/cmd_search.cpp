@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tools/bringup/families.hpp"
 #include "tools/cli.hpp"
 #include "tuner/cancel.hpp"
 #include "tuner/delivery.hpp"
@@ -68,6 +69,9 @@ struct SearchArgs {
   double thermal_limit = 85;
   double thermal_wait = 120;
 };
+
+// A search without --space, --time-limit or --budget: about a minute, all stages.
+constexpr double kDefaultSearchSeconds = 60;
 
 // The study folder once known: its outcome.json says how this search ended (bring-up reads it).
 fs::path outcome_dir;
@@ -231,9 +235,24 @@ Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bo
   return {};
 }
 
-int cmd_search(const SearchArgs& a) {
+// Without --space: the study bring-up would run here whose result a job loads (tools/bringup/
+// families.hpp), said on stderr, within a minute unless --time-limit or --budget says otherwise.
+Json pick_default_space(SearchArgs& a) {
+  if (!a.space.empty()) return nullptr;
+  const bringup::DefaultSearch d = bringup::default_search(bringup::node_facts(probe_fingerprint(), false));
+  std::fprintf(stderr, "acceltune: %s\n", d.why.c_str());
+  a.space = d.study.space;
+  for (const auto& arg : d.study.args) {
+    if (arg == "--netns" && a.placement.peer.empty()) a.placement.netns = true;
+  }
+  if (a.time_limit <= 0 && a.budget <= 0) a.time_limit = kDefaultSearchSeconds;
+  return d.study.space_override;
+}
+
+int cmd_search(SearchArgs a) {
   const auto started = Clock::now();
-  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true);
+  const Json space_fields = pick_default_space(a);
+  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true, space_fields);
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
   auto dir = study_dir_of(a, p.space.name());
@@ -314,8 +333,9 @@ void add_search_command(CLI::App& app, CommandList& list) {
   SearchArgs& sa = *args;
   auto* search = app.add_subcommand("search", "search a space and write the best config per message size");
   search->add_option("--space", sa.space,
-                     "a shipped space's name, or a space file (.json, or .csv as a replay landscape); "
-                     "default: host-copy");
+                     "a shipped space's name, or a space file (.json, or .csv as a replay landscape); default: the "
+                     "first space bring-up tunes here whose result a job loads (said on stderr), for one minute "
+                     "unless --time-limit or --budget is given");
   search->add_option("--strategy", sa.strategy,
                      "grid, random, local, coordinate, bayes, halving or halving-bayes; default: the space's choice, else grid "
                      "when the budget covers the space, else bayes");
@@ -360,7 +380,10 @@ void add_search_command(CLI::App& app, CommandList& list) {
   search->add_option("--log-level", sa.log_level,
                      "console detail: error, warn (failed trials; default), info (every trial), debug (every event); "
                      "every event is also written to DIR/events.jsonl");
-  search->footer("Example: acceltune search --space host-copy --budget 40 --sizes 64K,16M --out study1");
+  search->footer(
+      "Examples: acceltune search   (picks a space whose result a job loads here, about a minute)\n"
+      "          acceltune search --space mpi-allreduce --time-limit 2m --out study1\n"
+      "          acceltune search --space host-copy --budget 40 --sizes 64K,16M   (the memory-path check)");
   search->add_flag("--no-telemetry", sa.no_telemetry,
                    "record no telemetry (CPU load and frequency, NIC bytes, GPU temperature, power and clocks) "
                    "around trials, and no thermal guard");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "tuner/binary.hpp"
@@ -55,6 +56,19 @@ std::vector<SpaceEntry> shipped_spaces() {
     }
   }
   return out;
+}
+
+Expected<Space> resolve_space(const std::string& name, const Json& fields) {
+  if (fields.is_null() || fields.empty()) return resolve_space(name);
+  for (const auto& e : shipped_spaces()) {
+    if (e.name != name) continue;
+    std::ifstream in(e.path);
+    Json doc = Json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) return input_error("{}: malformed JSON", e.path.string());
+    for (const auto& [k, v] : fields.items()) doc[k] = v;
+    return Space::from_json(doc, e.path.string(), e.path.parent_path());
+  }
+  return input_error("the shipped space {} is not installed (acceltune spaces lists them)", name);
 }
 
 Expected<Space> resolve_space(const std::string& arg) {

@@ -22,5 +22,8 @@ std::vector<SpaceEntry> shipped_spaces();
 
 // A path to a .json or another registered extension (.csv), or a shipped space's name.
 Expected<Space> resolve_space(const std::string& name_or_file);
+// A shipped space with fields of its file replaced (bring-up's and a plain search's "ranks" and
+// "sizes" of mpi-allreduce), read against the tables as a file is. Without fields: resolve_space.
+Expected<Space> resolve_space(const std::string& name, const Json& fields);
 
 }  // namespace acceltune::cli

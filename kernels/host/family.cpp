@@ -2,12 +2,12 @@
 #include "tuner/family.hpp"
 
 ACCELTUNE_REGISTER(::acceltune::FamilyInfo, "host",
-                   (::acceltune::FamilyInfo{.what = "copies between host buffers: threads, chunking, store method",
+                   (::acceltune::FamilyInfo{.what = "the memory-path check: host buffer copies against the node's memory ceiling",
                                             .order = 10,
                                             .kernels = {"host-copy"},
                                             .spaces = {"host-copy"},
                                             .bringup = ::acceltune::always_runs(
-                                                "host memory copies: the memory reference (no library reads their params)",
+                                                "the memory-path check: host memory copies against the node's ceiling (no library reads their params)",
                                                 {{"host", "host-copy", nullptr, {}, 1, 10}}),
                                             .links = {"host-memory"},
                                             .advice = "no library reads host-copy's params: its best config is "

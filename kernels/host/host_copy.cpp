@@ -227,7 +227,7 @@ class HostCopy final : public Kernel {
 
 }  // namespace
 
-ACCELTUNE_REGISTER_KERNEL("host-copy", "copies between two host buffers (threads, chunking, store method, alignment, placement)",
+ACCELTUNE_REGISTER_KERNEL("host-copy", "the memory-path check: copies between two host buffers (threads, chunking, store method, alignment, placement)",
                           HostCopy)
 
 }  // namespace acceltune

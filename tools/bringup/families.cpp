@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/ranges.h>
+
+#include "tuner/delivery.hpp"
 
 namespace acceltune::bringup {
 namespace {
@@ -77,6 +80,53 @@ Expected<std::vector<Family>> pick_families(const NodeFacts& node, const std::ve
     out.push_back(std::move(f));
   }
   return out;
+}
+
+namespace {
+
+// Why a family's result is not what a plain search should give a job here; empty when it is.
+std::string not_loaded_by_a_job(const FamilyInfo& f, const FamilyRole& role) {
+  if (!role.skipped.empty()) return role.skipped;
+  if (role.studies.empty()) return "no study on this node";
+  if (!f.advice.empty()) return "no library reads its params (a check: its best config is advice)";
+  if (f.env_prefixes.empty()) return "no job reads its result through variables (it leaves as a reviewed script)";
+  if (f.one_env_for_all_paths) {
+    return "one environment governs all its paths, so one study's lines are held back (bring-up measures them "
+           "together)";
+  }
+  const bool proven = std::any_of(f.kernels.begin(), f.kernels.end(),
+                                  [](const std::string& k) { return DeliveryRegistry::instance().find(k) != nullptr; });
+  if (!proven) return "no plain client proves its delivered gain";
+  return "";
+}
+
+}  // namespace
+
+DefaultSearch default_search(const NodeFacts& node) {
+  std::vector<std::string> passed;
+  std::optional<Study> first_running;
+  std::string first_what = "the memory-path check";
+  for (const auto& [name, info] : families_in_order()) {
+    if (!info->bringup || !info->listed) continue;
+    const FamilyRole role = info->bringup(node);
+    if (!first_running && role.skipped.empty() && !role.studies.empty()) {
+      first_running = role.studies.front();
+      first_what = role.what;
+    }
+    const std::string why_not = not_loaded_by_a_job(*info, role);
+    if (why_not.empty()) {
+      const Study& s = role.studies.front();
+      return {s, fmt::format("no --space given: searching {} ({}), the first space bring-up tunes here whose result a "
+                             "job loads ({}* variables, its delivered gain measured through a plain client){}",
+                             s.space, role.what, fmt::join(info->env_prefixes, "*, "),
+                             passed.empty() ? "" : fmt::format("; passed over: {}", fmt::join(passed, "; ")))};
+    }
+    passed.push_back(fmt::format("{}: {}", name, why_not));
+  }
+  Study fallback = first_running.value_or(Study{"host", "host-copy"});
+  return {fallback, fmt::format("no --space given, and no family here has a result a job loads ({}): searching {} "
+                                "({}), the first study bring-up runs here",
+                                fmt::join(passed, "; "), fallback.space, first_what)};
 }
 
 std::vector<Study> studies_to_run(const std::vector<Family>& families) {

@@ -37,6 +37,17 @@ const std::vector<std::string>& family_names();
 Expected<std::vector<Family>> pick_families(const NodeFacts& node, const std::vector<std::string>& only,
                                             const std::vector<std::string>& skip);
 
+// The study a plain `acceltune search` (no --space) runs on this node, and why: the first study
+// bring-up would run here whose result a job loads by itself: its family's jobs read its params
+// through variables (env_prefixes), one study's plan loads alone (not one_env_for_all_paths), a plain
+// client proves its delivered gain, and the family runs here. Without one, the first study that
+// runs (the memory-path check), saying so. `why` names the choice and each family passed over.
+struct DefaultSearch {
+  Study study;
+  std::string why;
+};
+DefaultSearch default_search(const NodeFacts& node);
+
 // The studies of the families that run, in order.
 std::vector<Study> studies_to_run(const std::vector<Family>& families);
 
