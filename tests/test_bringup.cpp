@@ -14,6 +14,7 @@
 #include "tests/helpers.hpp"
 #include "tools/bringup/bundle.hpp"
 #include "tools/bringup/families.hpp"
+#include "tuner/delivery.hpp"
 
 namespace acceltune {
 namespace {
@@ -109,6 +110,31 @@ TEST(BringupFamilies, AMissingLauncherOrNamespacesSaySo) {
   n.observed["mpirun"] = true;
   auto again = pick_families(n, {}, {});
   EXPECT_EQ(family(*again, "mpi").studies.at(0).space_override["ranks"], 2);  // never a one-rank allreduce
+}
+
+// A plain `acceltune search` runs a study whose result a job loads, chosen by the families'
+// properties: never the memory-path check while such a family runs here, and it says why.
+TEST(BringupFamilies, ASearchWithoutASpaceRunsAStudyAJobLoads) {
+  const DefaultSearch d = default_search(plain_node());
+  const FamilyInfo* f = FamilyRegistry::instance().find(d.study.family);
+  ASSERT_NE(f, nullptr) << d.study.family;
+  EXPECT_TRUE(f->advice.empty()) << d.why;
+  EXPECT_FALSE(f->env_prefixes.empty()) << d.why;
+  EXPECT_FALSE(f->one_env_for_all_paths) << d.why;
+  EXPECT_NE(DeliveryRegistry::instance().find(f->kernels.at(0)), nullptr) << d.why;
+  EXPECT_EQ(d.study.space, "mpi-allreduce") << d.why;  // on this node, the first such family in bring-up order
+  EXPECT_EQ(d.study.space_override["ranks"], 8);
+  EXPECT_NE(d.why.find("no --space given: searching mpi-allreduce"), std::string::npos) << d.why;
+  EXPECT_NE(d.why.find("host: no library reads its params"), std::string::npos) << d.why;
+  EXPECT_NE(d.why.find("ucx: one environment governs all its paths"), std::string::npos) << d.why;
+  // Without mpirun and GPUs no family qualifies: the first study that runs, saying why.
+  NodeFacts bare = plain_node();
+  bare.observed["mpirun"] = false;
+  const DefaultSearch none = default_search(bare);
+  EXPECT_EQ(none.study.space, "host-copy") << none.why;
+  EXPECT_NE(none.why.find("no family here has a result a job loads"), std::string::npos) << none.why;
+  EXPECT_NE(none.why.find("mpi: mpirun is not on PATH"), std::string::npos) << none.why;
+  EXPECT_NE(none.why.find("the memory-path check"), std::string::npos) << none.why;
 }
 
 TEST(BringupFamilies, OnlyAndSkipChooseFamiliesAndUnknownNamesAreBadInput) {
@@ -265,9 +291,9 @@ TEST(BringupBundle, TheEnvFilesSayWhereEachLineComesFrom) {
             std::string::npos)
       << env;
   EXPECT_NE(env.find("\n# UCX_TLS=posix,cma\n"), std::string::npos) << env;  // left out: commented
-  // Its paths hold where it was written; a moved bundle loads through job.sh.
+  // Its paths hold where it was written; a moved bundle loads through job.sh, exec or the loader.
   EXPECT_NE(env.find("# Paths in it are absolute"), std::string::npos) << env;
-  EXPECT_NE(env.find("loads through its job.sh"), std::string::npos) << env;
+  EXPECT_NE(env.find("loads through its job.sh, `acceltune exec --config BUNDLE`"), std::string::npos) << env;
   EXPECT_NE(env.find("# note: UCX_RNDV_THRESH: ucx-shm wanted 65536"), std::string::npos) << env;
   const std::string ucx = env_subset_text(b, "# header\n", *find_bundle_file("ucx.env"));
   EXPECT_NE(ucx.find("UCX_RNDV_THRESH=65536"), std::string::npos);

@@ -167,7 +167,9 @@ TEST(Loader, BadInputIsOneLineWithACode) {
   EXPECT_EQ(acceltune_apply((dir / "bad.json").c_str(), 0), ACCELTUNE_E_FORMAT);
   std::filesystem::create_directories(dir / "empty");
   EXPECT_EQ(acceltune_apply((dir / "empty").c_str(), 0), ACCELTUNE_E_FORMAT);
-  EXPECT_NE(std::string(acceltune_last_error()).find("not a study directory"), std::string::npos);
+  EXPECT_NE(std::string(acceltune_last_error()).find("neither a study directory (no study.json) nor a bring-up bundle"),
+            std::string::npos)
+      << acceltune_last_error();
   EXPECT_EQ(std::string(acceltune_last_error()).find('\n'), std::string::npos);
 }
 

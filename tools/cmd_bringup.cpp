@@ -334,8 +334,11 @@ std::string bundle_header(const Json& probe, int cancelled_by) {
 
 // The bundle's files; first the per-size ones (each study's plan file, the NCCL tables one after
 // another), written before the merged measurement because the bundle's environment names them.
+// acceltune.env's header also carries the fingerprint's fields, which the loader checks this
+// machine against.
 Status write_bundle(const std::vector<bringup::Family>& families, Outcome& o, const fs::path& bundle,
-                    const std::string& header, const BringupArgs& a, Clock::time_point deadline, bool tty) {
+                    const std::string& header, const Json& probe, const BringupArgs& a, Clock::time_point deadline,
+                    bool tty) {
   for (const auto& [name, text] : bringup::plan_files_text(families, o.contributions, header)) {
     ACCELTUNE_TRY(write_file_atomically(bundle / name, text));
   }
@@ -347,7 +350,7 @@ Status write_bundle(const std::vector<bringup::Family>& families, Outcome& o, co
   }
   o.merged = bringup::merge_and_verify(o.contributions, mo);
   if (tty) std::fprintf(stderr, "\r\033[K");
-  ACCELTUNE_TRY(write_file_atomically(bundle / "acceltune.env", bringup::env_file_text(o.merged, header)));
+  ACCELTUNE_TRY(write_file_atomically(bundle / "acceltune.env", bringup::env_file_text(o.merged, header + fingerprint_header(Json{{"fingerprint", probe}}))));
   ACCELTUNE_TRY(write_file_atomically(bundle / "job.sh", bringup::job_script_text(o.merged), {.executable = true}));
   for (const auto& f : bringup::merged_files_text(families, o.data, o.merged, header)) {
     ACCELTUNE_TRY(write_file_atomically(bundle / f.name, f.text, {.executable = f.script}));
@@ -522,7 +525,7 @@ int cmd_bringup(const BringupArgs& a) {
   const int cancelled_by = cancel_requested() ? cancel_signal() : 0;
   read_back(o, bundle);
   const std::string header = bundle_header(probe, cancelled_by);
-  if (Status st = write_bundle(*families, o, bundle, header, a, merge_end, tty); !st) return fail(st.error());
+  if (Status st = write_bundle(*families, o, bundle, header, probe, a, merge_end, tty); !st) return fail(st.error());
 
   // bringup.json: what ran, what was skipped, the gains, the bundle's lines.
   Json summary = Json::object();

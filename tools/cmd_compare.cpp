@@ -2,6 +2,7 @@
 // side.
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
+#include "tools/bundle_input.hpp"
 #include "tools/cli.hpp"
 #include "probe/links.hpp"
 
@@ -111,21 +112,22 @@ void print_comparison(const Comparison& c, const std::vector<StudyData>& studies
   }
 }
 
-int cmd_compare(const std::vector<std::string>& dirs, const std::string& html, bool as_json) {
-  if (dirs.size() < 2) {
-    return fail(input_error("compare needs at least two study directories (got {}); pass DIR_A DIR_B ...", dirs.size()));
-  }
-  std::vector<StudyData> studies;
-  for (const auto& d : dirs) {
-    auto s = load_study_dir(d);
-    if (!s) return fail(s.error());
-    if (s->torn > 0) std::fprintf(stderr, "acceltune: %s: ignored a torn last trial record\n", d.c_str());
-    studies.push_back(std::move(s).value());
-  }
+// One comparison of studies of one kernel; `html` written when given.
+// With several spaces compared, one page each: FILE.html becomes FILE-SPACE.html.
+std::string html_for(const std::string& html, const std::string& space, bool several) {
+  if (!several) return html;
+  const std::filesystem::path p(html);
+  return (p.parent_path() / (p.stem().string() + "-" + space + p.extension().string())).string();
+}
+
+// With `json_out`, the comparison's JSON goes there instead of being printed.
+int compare_group(std::vector<StudyData> studies, const std::string& html, bool as_json, Json* json_out = nullptr) {
   auto c = compare_studies(studies);
   if (!c) return fail(c.error());
   for (const auto& w : c->warnings) std::fprintf(stderr, "acceltune: warning: %s\n", w.c_str());
-  if (as_json) {
+  if (json_out) {
+    *json_out = c->to_json();
+  } else if (as_json) {
     std::printf("%s\n", c->to_json().dump(2).c_str());
   } else {
     print_comparison(*c, studies);
@@ -138,12 +140,91 @@ int cmd_compare(const std::vector<std::string>& dirs, const std::string& html, b
   return 0;
 }
 
+// The study folders the arguments name: a study as it is, a bundle as its studies (or the one of
+// space `only`), each with its space's name.
+Expected<std::vector<std::pair<std::string, std::string>>> expand(const std::vector<std::string>& dirs,
+                                                                  const std::string& only, bool& any_bundle) {
+  std::vector<std::pair<std::string, std::string>> out;  // space, folder
+  for (const auto& d : dirs) {
+    if (!is_bundle(d)) {
+      out.emplace_back("", d);
+      continue;
+    }
+    any_bundle = true;
+    ACCELTUNE_TRY_ASSIGN(const std::vector<std::string> studies, bundle_study_dirs(d, only));
+    for (const auto& s : studies) out.emplace_back(std::filesystem::path(s).filename().string(), s);
+  }
+  return out;
+}
+
+Expected<StudyData> load_for_compare(const std::string& d) {
+  ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_dir(d));
+  if (s.torn > 0) std::fprintf(stderr, "acceltune: %s: ignored a torn last trial record\n", d.c_str());
+  return s;
+}
+
+int cmd_compare(const std::vector<std::string>& dirs, const std::string& only, const std::string& html, bool as_json) {
+  bool any_bundle = false;
+  auto folders = expand(dirs, only, any_bundle);
+  if (!folders) return fail(folders.error());
+  if (!any_bundle) {
+    if (!only.empty()) return fail(input_error("--study {}: no argument is a bring-up bundle (no bringup.json)", only));
+    if (dirs.size() < 2) {
+      return fail(input_error("compare needs at least two study directories or a bundle with another (got {}); pass "
+                              "DIR_A DIR_B ...",
+                              dirs.size()));
+    }
+    std::vector<StudyData> studies;
+    for (const auto& [space, d] : *folders) {
+      auto s = load_for_compare(d);
+      if (!s) return fail(s.error());
+      studies.push_back(std::move(s).value());
+    }
+    return compare_group(std::move(studies), html, as_json);
+  }
+  // Bundles: the studies of each space side by side, one comparison per space that two arguments hold.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<StudyData>> by_space;
+  for (const auto& [space, d] : *folders) {
+    auto s = load_for_compare(d);
+    if (!s) return fail(s.error());
+    const std::string name = s->best.space;
+    if (!by_space.count(name)) order.push_back(name);
+    by_space[name].push_back(std::move(s).value());
+  }
+  std::vector<std::string> alone;
+  int compared = 0;
+  Json all = Json::object();  // --json: each space's comparison under its name
+  for (const auto& space : order) {
+    if (by_space[space].size() < 2) {
+      alone.push_back(space);
+      continue;
+    }
+    if (!as_json) std::printf("%s== space %s\n\n", compared ? "\n" : "", space.c_str());
+    const std::string page = html.empty() ? "" : html_for(html, space, order.size() > 1);
+    Json one;
+    if (const int rc = compare_group(std::move(by_space[space]), page, as_json, as_json ? &one : nullptr); rc != 0) {
+      return rc;
+    }
+    if (as_json) all[space] = std::move(one);
+    ++compared;
+  }
+  if (compared == 0) {
+    return fail(input_error("no space is held by two of the arguments (spaces: {}); compare bundles of the same "
+                            "families, or name a study of each",
+                            join(order, ", ")));
+  }
+  if (as_json) std::printf("%s\n", all.dump(2).c_str());
+  if (!alone.empty()) std::fprintf(stderr, "acceltune: compared no other: only one argument holds %s\n", join(alone, ", ").c_str());
+  return 0;
+}
+
 }  // namespace
 
 void add_compare_command(CLI::App& app, CommandList& list) {
   struct Args {
     std::vector<std::string> dirs;
-    std::string html;
+    std::string study, html;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
@@ -157,10 +238,14 @@ void add_compare_command(CLI::App& app, CommandList& list) {
       "whole fingerprint minus volatile fields). Studies of different spaces, workloads, units, measurement\n"
       "settings or sizes are compared with a warning (at the sizes they share); studies of different kernels,\n"
       "or with no size in common, are refused (exit code 2).");
-  cmp->add_option("DIR", a->dirs, "study directories (two or more; the first is the reference)")->required();
+  cmp->add_option("DIR", a->dirs,
+                  "study directories or bring-up bundles (two or more; the first is the reference); a bundle stands "
+                  "for its studies, compared space by space with the others'")
+      ->required();
+  cmp->add_option("--study", a->study, "with bundles: only the study of this space from each");
   cmp->add_option("--html", a->html, "also write the comparison as a self-contained HTML page with one SVG plot");
   cmp->add_flag("--json", a->json, "print the comparison as JSON instead of the text table");
-  list.add(cmp, [a] { return cmd_compare(a->dirs, a->html, a->json); });
+  list.add(cmp, [a] { return cmd_compare(a->dirs, a->study, a->html, a->json); });
 }
 
 }  // namespace acceltune::cli

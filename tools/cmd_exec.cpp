@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tools/bundle_input.hpp"
 #include "tools/cli.hpp"
 #include "tuner/env_file.hpp"
 #include "tuner/delivery.hpp"
@@ -17,12 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The plan's variables (tuner/plan.hpp), as the env export writes them (what it holds back from
-// other paths is not set, and said), with its per-size files written into the study directory; or
-// the lines of an env file.
+// A bring-up bundle's merged acceltune.env (tools/bundle_input.hpp); a study's plan's variables
+// (tuner/plan.hpp), as the env export writes them (what it holds back from other paths is not set,
+// and said), with its per-size files written into the study directory; or the lines of an env file.
 Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const std::string& path) {
   std::error_code ec;
   BestTable b;
+  if (is_bundle(path)) return bundle_env(path);
   if (fs::is_directory(path, ec)) {
     ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_best(path));
     b = std::move(s.best);
@@ -46,12 +48,13 @@ Expected<std::vector<std::pair<std::string, std::string>>> env_of_config(const s
     if (!in) return input_error("{}: cannot read: {}", path, std::strerror(errno));
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ACCELTUNE_TRY_ASSIGN(EnvFileText parsed, parse_env_text(text, path));
-    // Its paths are absolute (a bundle's acceltune.env holds where the bundle was written): one
+    const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (is_bundle_dir(folder)) relocate_bundle_files(parsed.vars, folder);    // Its paths are absolute (a bundle's acceltune.env holds where the bundle was written): one
     // that no longer exists would leave the library at its own choice without a word.
     for (const auto& [var, value] : parsed.vars) {
       if (value.size() > 1 && value[0] == '/' && !fs::exists(value, ec)) {
         return input_error("{}: {} names {}, which does not exist (a moved or copied bundle loads through its "
-                           "job.sh, which finds its files beside itself)",
+                           "job.sh or as --config BUNDLE, which find its files beside it)",
                            path, var, value);
       }
     }
@@ -96,11 +99,14 @@ void add_exec_command(CLI::App& app, CommandList& list) {
   };
   auto a = std::make_shared<Args>();
   auto* ex = app.add_subcommand("exec", "run a command with the best config's environment variables set");
-  ex->add_option("--config", a->config, "a study directory, its best.json, or an env file (KEY=VALUE lines)")
+  ex->add_option("--config", a->config,
+                 "a bring-up bundle (its merged acceltune.env), a study directory, its best.json, or an env file "
+                 "(KEY=VALUE lines)")
       ->required();
   ex->add_flag("-v,--verbose", a->verbose, "print each variable set");
   ex->add_option("command", a->command, "the command and its arguments, after '--'")->required();
-  ex->footer("Example: acceltune exec --config acceltune-results/nccl-1 -- ./train.sh");
+  ex->footer("Examples: acceltune exec --config acceltune-results/bringup-20261207T120000 -- mpirun -np 2 ./app   (a bundle)\n"
+             "          acceltune exec --config acceltune-results/mpi-allreduce-1 -- ./train.sh   (one study)");
   list.add(ex, [a] { return cmd_exec(a->config, a->command, a->verbose); });
 }
 

@@ -3,6 +3,10 @@
 // study after an upgrade it says whether the plan still pays.
 #include <unistd.h>
 
+#include <fstream>
+
+#include "tools/bringup/bundle.hpp"
+#include "tools/bundle_input.hpp"
 #include "tools/cli.hpp"
 #include "tuner/cancel.hpp"
 #include "probe/fingerprint.hpp"
@@ -98,7 +102,91 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
 
 namespace {
 
+// The machine against the one the bundle was made on, field by field.
+void say_drift(const std::string& dir) {
+  std::ifstream in(dir + "/" + kBundleMarker);
+  const Json summary = Json::parse(in, nullptr, false);
+  if (!summary.is_object() || !summary.contains("fingerprint")) return;
+  const Json stored = summary["fingerprint"];
+  const Json now = probe_fingerprint(ProbeScope::identity);
+  const std::vector<std::string> drift = fingerprint_drift(stored, now);
+  if (drift.empty()) return;
+  std::printf("the machine differs from the bundle's (%s -> %s):\n", stored.value("id", "?").c_str(),
+              now.value("id", "?").c_str());
+  for (const auto& d : drift) std::printf("  %s\n", d.c_str());
+}
+
+// One study's figures under the bundle; returns whether it is slower somewhere or its job failed.
+bool print_bundle_delivery(const bringup::BundleDelivery& d) {
+  if (d.state != "measured") {
+    std::printf("%s: %s: %s\n", d.study.c_str(), d.failed ? "its job FAILED under the bundle" : "not verified",
+                d.why.c_str());
+    return d.failed;
+  }
+  std::printf("%s: the bundle against the defaults, through its plain client:\n", d.study.c_str());
+  bool slower = false;
+  for (const auto& [bytes, z] : d.sizes) {
+    const std::string meaning = interval_meaning(z.ci_low, z.ci_high);
+    slower = slower || z.slower;
+    std::printf("  %-8s %-24s %s\n", format_bytes(bytes).c_str(), gain_interval_text(z.ratio, z.ci_low, z.ci_high).c_str(),
+                z.slower ? "SLOWER than the defaults" : meaning.c_str());
+  }
+  return slower;
+}
+
+// A bring-up bundle: its merged acceltune.env, as the bundle's jobs load it, measured again through
+// the plain client of every study it loads something into, interleaved with the defaults.
+int verify_bundle(const std::string& dir, int rounds) {
+  auto studies = load_bundle_studies(dir);
+  if (!studies) return fail(studies.error());
+  auto env = bundle_env(dir);
+  if (!env) return fail(env.error());
+  std::vector<bringup::Contribution> contributions;
+  for (const auto& d : *studies) {
+    if (d.best.trials_ok == 0) continue;
+    auto c = bringup::contribution_of(d, dir);
+    if (!c) return fail(c.error());
+    contributions.push_back(std::move(c).value());
+  }
+  say_drift(dir);
+  install_cancel_handlers();
+  auto guard = ProcessGuard::start();
+  if (!guard) return fail(guard.error());
+  std::printf("bundle %s: acceltune.env (%zu variable%s) measured through each study's plain client, %d rounds "
+              "interleaved with the defaults\n",
+              dir.c_str(), env->size(), env->size() == 1 ? "" : "s", rounds);
+  std::fflush(stdout);
+  bringup::MergeOptions mo;
+  mo.rounds = rounds;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  mo.progress = [tty](const std::string& what) {
+    std::fprintf(stderr, tty ? "\r\033[K%s" : "acceltune: %s\n", what.c_str());
+  };
+  const auto delivered = bringup::measure_bundle(contributions, *env, mo);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  std::vector<std::string> worse;
+  int measured = 0;
+  for (const auto& d : delivered) {
+    if (print_bundle_delivery(d)) worse.push_back(d.study);
+    if (d.state == "measured") ++measured;
+  }
+  if (cancel_requested()) return 128 + cancel_signal();
+  if (!worse.empty()) {
+    std::printf("the bundle does not ship: slower than the defaults, or failing, for %s (exit %d)\n",
+                join(worse, ", ").c_str(), kExitNoLongerPays);
+    return kExitNoLongerPays;
+  }
+  if (measured == 0) {
+    std::printf("not verified: no study's client measured the bundle (exit %d)\n", kExitNotVerified);
+    return kExitNotVerified;
+  }
+  std::printf("the bundle ships: no study it loads into is slower than its defaults at any size (%d measured)\n",
+              measured);
+  return 0;
+}
+
 int cmd_verify(const std::string& dir, int rounds, int max_rounds) {
+  if (is_bundle(dir)) return verify_bundle(dir, rounds);
   auto s = load_study_best(dir);
   if (!s) return fail(s.error());
   install_cancel_handlers();
@@ -117,7 +205,9 @@ void add_verify_command(CLI::App& app, CommandList& list) {
   };
   auto a = std::make_shared<Args>();
   auto* v = app.add_subcommand("verify", "measure the delivered gain of a study's plan through a plain job");
-  v->add_option("DIR", a->dir, "study directory")->required();
+  v->add_option("DIR", a->dir,
+                "a study directory, or a bring-up bundle (its merged acceltune.env through every study's client)")
+      ->required();
   v->add_option("--rounds", a->rounds,
                 "interleaved rounds of the defaults and the plan before the first decision (default 5)")
       ->check(CLI::Range(2, 1000));
@@ -131,6 +221,8 @@ void add_verify_command(CLI::App& app, CommandList& list) {
       "reported field by field before measuring.\n"
       "Exit codes: 0 the plan ships (not worse than 0.97x at any size, faster at some), {} it does not, {} not "
       "verified (no plain client, a plan that loads nothing, no time left), 1 a runtime failure, 2 bad input.\n"
+      "A bring-up bundle is measured as its jobs load it (acceltune.env) through the client of every study it sets "
+      "something for, --rounds rounds; it ships when none of them is slower than its defaults at any size.\n"
       "Example: acceltune verify acceltune-results/mpi-allreduce-1 && deploy",
       kExitNoLongerPays, kExitNotVerified));
   list.add(v, [a] { return cmd_verify(a->dir, a->rounds, a->max_rounds); });

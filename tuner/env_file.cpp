@@ -35,4 +35,22 @@ Expected<EnvFileText> parse_env_text(std::string_view text, const std::string& s
   return out;
 }
 
+bool is_bundle_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_directory(dir, ec) && std::filesystem::is_regular_file(dir / kBundleMarker, ec);
+}
+
+void relocate_bundle_files(std::vector<std::pair<std::string, std::string>>& vars,
+                           const std::filesystem::path& bundle_dir) {
+  std::error_code ec;
+  const std::filesystem::path here = std::filesystem::absolute(bundle_dir, ec);
+  for (auto& [var, value] : vars) {
+    if (value.size() < 2 || value[0] != '/') continue;
+    const std::filesystem::path name = std::filesystem::path(value).filename();
+    if (name.empty() || name == kBundleMarker) continue;
+    const std::filesystem::path beside = here / name;
+    if (std::filesystem::is_regular_file(beside, ec)) value = beside.lexically_normal().string();
+  }
+}
+
 }  // namespace acceltune

@@ -43,8 +43,7 @@ namespace {
 
 #if ACCELTUNE_TEST_SEAMS
 // Test seam (builds with ACCELTUNE_TEST_SEAMS only): ACCELTUNE_TEST_SCRIPTED_DELIVERY=RATIO makes
-// every family's plain client a scripted one whose plan arm runs RATIO times the defaults at every
-// size (1% of deterministic jitter per run), so the verdict and what follows from it (fallbacks,
+// every family's plain client a scripted one whose arms run RATIO times the defaults at every size (1% of deterministic jitter per run), so the verdict and what follows from it (fallbacks,
 // exports, the settings script) are tested with an outcome known in advance.
 class ScriptedDelivery final : public DeliverySession {
  public:
@@ -53,7 +52,7 @@ class ScriptedDelivery final : public DeliverySession {
     ++runs_;
     const double jitter = 1.0 + 0.01 * static_cast<double>((runs_ * 7) % 5 - 2) / 2.0;
     std::map<uint64_t, double> out;
-    for (uint64_t b : sizes) out[b] = 100.0 * jitter * (arm.name == "plan" ? ratio_ : 1.0);
+    for (uint64_t b : sizes) out[b] = 100.0 * jitter * (arm.name == "defaults" ? 1.0 : ratio_);
     return out;
   }
 
@@ -169,6 +168,16 @@ bool apply_delivered_fallback(BestTable& best) {
   return changed;
 }
 
+Expected<std::unique_ptr<DeliverySession>> open_delivery(const DeliveryClient& client, const Json& study,
+                                                         std::string* described) {
+  if (auto scripted = scripted_delivery()) {
+    if (described) *described = "a scripted client (test seam)";
+    return scripted;
+  }
+  if (described) *described = client.description;
+  return client.open(study);
+}
+
 DeliveryArm defaults_arm(const BestTable& best) {
   return DeliveryArm{"defaults", pinned_env(best.study), job_part(best.default_config, best.plan.scopes)};
 }
@@ -265,11 +274,8 @@ Status verify_delivery(BestTable& best, const VerifyOptions& options) {
     if (std::find(pinned.begin(), pinned.end(), kv) == pinned.end()) loads = true;
   }
   // The client first: a missing tool is worth knowing even when this plan needs no measurement.
-  std::unique_ptr<DeliverySession> session = scripted_delivery();
-  const std::string client_text = session ? "a scripted client (test seam)" : client->description;
-  if (!session) {
-    ACCELTUNE_TRY_ASSIGN(session, client->open(best.study));
-  }
+  std::string client_text;
+  ACCELTUNE_TRY_ASSIGN(std::unique_ptr<DeliverySession> session, open_delivery(*client, best.study, &client_text));
   if (!loads) {
     best.delivery.why = "the plan is the library's defaults: a job loads nothing from it";
     return {};

@@ -53,6 +53,12 @@ Expected<std::vector<std::map<uint64_t, Delivered>>> compare_arms(DeliverySessio
 // The defaults arm of a study: only the space's pinned context, the library's job-wide defaults.
 DeliveryArm defaults_arm(const BestTable& best);
 
+// A session of the study's plain client; in builds with ACCELTUNE_TEST_SEAMS, with
+// ACCELTUNE_TEST_SCRIPTED_DELIVERY=RATIO set, a scripted one instead, in which every arm but the
+// defaults runs RATIO times them. `described` (when given) receives how its job is started.
+Expected<std::unique_ptr<DeliverySession>> open_delivery(const DeliveryClient& client, const Json& study,
+                                                         std::string* described = nullptr);
+
 // The sizes where the plan loads exactly the defaults: its job-wide part is the library's and the
 // size's choice is the default config (a per-size file then leaves that size to the library).
 // None when the job-wide part is not the library's: it changes every size.

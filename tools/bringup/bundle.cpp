@@ -113,9 +113,9 @@ std::string single_node_only(const std::string& var, const std::string& value) {
 std::string env_file_text(const Bundle& bundle, const std::string& header) {
   std::string out = header;
   out += "# Load: BUNDLE/job.sh COMMAND [ARGS...], or `set -a; . ./acceltune.env; set +a` in a shell.\n";
-  out += "# Paths in it are absolute, as a shell, `acceltune exec --config` and the loader read them: they hold\n"
-         "# only where the bundle was written. A moved or copied bundle loads through its job.sh, which finds\n"
-         "# its files beside itself.\n";
+  out += "# Paths in it are absolute: sourced by a shell, they hold only where the bundle was written. A moved\n"
+         "# or copied bundle loads through its job.sh, `acceltune exec --config BUNDLE` or the loader given\n"
+         "# BUNDLE, which find its files beside acceltune.env.\n";
   if (bundle.env.empty()) out += "# no study's plan sets a variable: every library keeps its own defaults\n";
   for (const auto& l : bundle.env) {
     out += "\n# " + l.why + "\n";

@@ -114,6 +114,12 @@ void leave_out_unmeasured_paths(Bundle& out, const std::map<std::string, std::st
 // the merged environment through every study's client. Measurement failures become notes.
 Bundle merge_and_verify(const std::vector<Contribution>& contributions, const MergeOptions& options);
 
+// The bundle's environment as written (acceltune.env's active lines, its files where the bundle lies
+// now) measured through the client of every study it loads something into, interleaved with the
+// defaults: `acceltune verify BUNDLE`. A study it loads nothing into says so, unmeasured.
+std::vector<BundleDelivery> measure_bundle(const std::vector<Contribution>& contributions, const EnvVars& env,
+                                           const MergeOptions& options);
+
 // The files of the bundle.
 std::string env_file_text(const Bundle& bundle, const std::string& header);
 // A family's subset of acceltune.env (ucx.env: its UCX_* variables).

@@ -160,7 +160,7 @@ std::optional<Measured> measure(const Contribution& c, const std::vector<std::pa
     why.out_of_time = true;
     return std::nullopt;
   }
-  auto session = client->open(c.study->study);
+  auto session = open_delivery(*client, c.study->study);
   if (!session) {
     why.why = session.error().message;
     return std::nullopt;
@@ -444,6 +444,25 @@ void leave_out_unmeasured_paths(Bundle& out, const std::map<std::string, std::st
       break;
     }
   }
+}
+
+std::vector<BundleDelivery> measure_bundle(const std::vector<Contribution>& contributions, const EnvVars& env,
+                                           const MergeOptions& options) {
+  std::vector<BundleDelivery> out;
+  for (const auto& c : contributions) {
+    if (cancel_requested()) break;
+    BundleDelivery d;
+    d.study = c.study->best.space;
+    const bool loads = std::any_of(env.begin(), env.end(), [&](const auto& kv) { return reads(c, kv.first); });
+    if (!loads) {
+      d.why = "the bundle sets nothing its job reads";
+    } else if (auto m = measure(c, {{"bundle", env}}, options, d, /*arm_may_fail=*/true)) {
+      d.state = "measured";
+      d.sizes = (*m)[0];
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 Bundle merge_and_verify(const std::vector<Contribution>& contributions, const MergeOptions& options) {

@@ -190,6 +190,9 @@ int from_env_file(const fs::path& p, Config* c) {
     }
   }
   c->vars = std::move(parsed->vars);
+  // A bundle's acceltune.env names its files where the bundle was written: read the ones beside it.
+  const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (is_bundle_dir(folder)) relocate_bundle_files(c->vars, folder);
   return ACCELTUNE_OK;
 }
 
@@ -198,8 +201,13 @@ int load(const std::string& path, Config* c) {
   const fs::path p(path);
   if (!fs::exists(p, ec)) return failure(ACCELTUNE_E_READ, fmt::format("{}: no such file or directory", path));
   if (fs::is_directory(p, ec)) {
+    // A bring-up bundle: its merged environment, never its studies' own plans (the merge may have
+    // removed what one of them holds).
+    if (is_bundle_dir(p)) return from_env_file(p / kBundleEnv, c);
     if (!fs::exists(p / "study.json", ec)) {
-      return failure(ACCELTUNE_E_FORMAT, fmt::format("{}: not a study directory (no study.json)", path));
+      return failure(ACCELTUNE_E_FORMAT,
+                     fmt::format("{}: neither a study directory (no study.json) nor a bring-up bundle (no bringup.json)",
+                                 path));
     }
     if (!fs::exists(p / "best.json", ec)) {
       return failure(ACCELTUNE_E_FORMAT,
