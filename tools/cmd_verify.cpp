@@ -88,13 +88,15 @@ int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measureme
     return fail(runtime_error("the plan's job failed: {}; the study's plan is the library's defaults now",
                               delivered->why));
   }
+  // The exit code is said where it is this command's (verify); search goes on and exits 0.
+  const auto code = [fall_back](int rc) { return fall_back ? std::string() : fmt::format(" (exit {})", rc); };
   if (delivered->verdict == PlanVerdict::no_longer_pays) {
-    std::printf("the plan does not pay: %s (exit %d)\n", b.delivery.verdict_why.c_str(), kExitNoLongerPays);
+    std::printf("the plan does not pay: %s%s\n", b.delivery.verdict_why.c_str(), code(kExitNoLongerPays).c_str());
     return kExitNoLongerPays;
   }
   if (delivered->verdict == PlanVerdict::not_verified || delivered->out_of_time) {
     // Nothing measured proves the plan: a deployment gated on verify must not take this for a yes.
-    std::printf("not verified: %s (exit %d)\n", delivered->why.c_str(), kExitNotVerified);
+    std::printf("not verified: %s%s\n", delivered->why.c_str(), code(kExitNotVerified).c_str());
     return kExitNotVerified;
   }
   return 0;

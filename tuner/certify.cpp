@@ -229,7 +229,10 @@ class Certifier {
     std::vector<std::vector<double>> v(cs.size() + 1);  // [0]: the default
     double last_round = 0;  // seconds the previous round took
     for (int r = 0; r < options_.rounds && !cancel_requested(); ++r) {
-      if (!round_may_start(options_.deadline, r, last_round)) {
+      // No round starts after the stage's end, the first of a size neither (the measurement's own
+      // first round always runs): with one per size and candidate it would overrun the command's
+      // time limit by a round per size. A size left without rounds keeps the defaults.
+      if ((r == 0 && past_deadline()) || !round_may_start(options_.deadline, r, last_round)) {
         if (log_) log_(Json{{"event", "certify_time_limit"}, {"bytes", bytes}, {"rounds", r}, {"of", options_.rounds}});
         cut_short_ = true;
         break;

@@ -55,6 +55,12 @@ std::string why_empty(const std::vector<Family>& families, const std::string& fa
   return file.when_empty;
 }
 
+// Whether a family's files belong in this bundle: a family bring-up considered (a test family
+// only when --only named it), so a build with the test families writes no file of theirs.
+bool considered(const std::vector<Family>& families, const std::string& family) {
+  return std::any_of(families.begin(), families.end(), [&](const Family& f) { return f.name == family; });
+}
+
 // An empty file's text: the header and why; a script stays runnable and does nothing.
 std::string empty_file_text(const BundleFile& file, const std::string& header, const std::string& why) {
   if (file.script) return "#!/bin/sh\n" + header + "# " + why + "\nexit 0\n";
@@ -165,6 +171,7 @@ std::map<std::string, std::string> plan_files_text(const std::vector<Family>& fa
     }
   }
   for (const auto& [family, f] : families_in_order()) {
+    if (!considered(families, family)) continue;
     for (const auto& file : f->bundle_files) {
       if (file.plan_format.empty() || out.count(file.name)) continue;
       out[file.name] = empty_file_text(file, header, why_empty(families, family, file));
@@ -177,6 +184,7 @@ std::vector<BundleText> merged_files_text(const std::vector<Family>& families, c
                                           const Bundle& merged, const std::string& header) {
   std::vector<BundleText> out;
   for (const auto& [family, f] : families_in_order()) {
+    if (!considered(families, family)) continue;
     for (const auto& file : f->bundle_files) {
       if (!file.env_prefix.empty()) {
         out.push_back({file.name, env_subset_text(merged, header, file), file.script});
