@@ -110,10 +110,10 @@ TEST(Families, ATestFamilyFromItsOwnFolderReachesEveryPoint) {
   // Its far end, through the control server.
   auto server = PeerServer::start("127.0.0.1", 0, Json{{"insecure", true}});
   ASSERT_TRUE(server) << server.error().message;
-  auto fd = connect_peer("127.0.0.1", (*server)->port(), std::nullopt, Json{{"kind", "echo"}, {"n", 7}}, 10);
-  ASSERT_TRUE(fd) << fd.error().message;
-  auto reply = recv_json_line(*fd, 10);
-  ::close(*fd);
+  auto ch = connect_peer("127.0.0.1", (*server)->port(), std::nullopt, Json{{"kind", "echo"}, {"n", 7}}, 10);
+  ASSERT_TRUE(ch) << ch.error().message;
+  auto reply = ch->recv(10);
+  ch->close();
   ASSERT_TRUE(reply) << reply.error().message;
   EXPECT_EQ((*reply)["echoed"], true);
   EXPECT_EQ((*reply)["n"], 7);

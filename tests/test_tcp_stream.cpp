@@ -112,14 +112,13 @@ TEST(TcpStreamLoopback, PeerPlacementTalksToAServer) {
 TEST(TcpStreamLoopback, ServerAnswersAnUnknownKindWithOneErrorLine) {
   auto server = PeerServer::start("127.0.0.1", 0, Json::object(), "", std::string("a-test-secret-of-some-length"));
   ASSERT_TRUE(server.has_value());
-  auto fd = connect_peer("127.0.0.1", (*server)->port(), std::string("a-test-secret-of-some-length"),
+  auto ch = connect_peer("127.0.0.1", (*server)->port(), std::string("a-test-secret-of-some-length"),
                          Json{{"kind", "no-such-kind"}}, 5);
-  ASSERT_TRUE(fd.has_value()) << fd.error().message;
-  auto reply = recv_json_line(*fd, 5);
+  ASSERT_TRUE(ch.has_value()) << ch.error().message;
+  auto reply = ch->recv(5);
   ASSERT_TRUE(reply.has_value()) << reply.error().message;
   EXPECT_FALSE(reply->value("ok", true));
   EXPECT_NE(reply->value("error", "").find("no-such-kind"), std::string::npos);
-  ::close(*fd);
 }
 
 TEST(TcpStreamLoopback, SocketHelpersSayWhatFailed) {

@@ -215,5 +215,23 @@ TEST(Ucx, PeerPlacementRunsTheResponderBehindAControlServer) {
   EXPECT_NE(bad.out.find("127.0.0.1:1"), std::string::npos) << bad.out << bad.err;
 }
 
+// The responder is a child forked from the server's connection thread: it carries on the
+// authenticated session (its keys and counters) the handshake began.
+TEST(Ucx, PeerPlacementOverAnAuthenticatedSession) {
+  test::TempDir dir;
+  SKIP_WITHOUT_UCX(dir);
+  const std::string secret = "a-ucx-test-secret-of-some-length";
+  auto server = PeerServer::start("127.0.0.1", 0, Json::object(), "", secret);
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  test::write_file(dir / "s.json", space_text("tag_lat", R"(["tcp"])", "tcp"));
+  const std::string peer = fmt::format("127.0.0.1:{}", (*server)->port());
+  auto r = run_cli({"bench", "--space", "s.json", "--peer", peer, "--sizes", "4K,64K", "--max-seconds", "0.05", "--json"},
+                   dir.path(), "ACCELTUNE_SECRET=" + secret);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["measurements"].size(), 2u) << r.out;
+  for (const Json& m : j["measurements"]) EXPECT_EQ(m["state"], "ok") << m.dump();
+}
+
 }  // namespace
 }  // namespace acceltune

@@ -25,7 +25,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
                     "by its owner only); default: $ACCELTUNE_SECRET_FILE, else $ACCELTUNE_SECRET");
   serve->add_flag("--insecure", a->insecure,
                   "serve without a secret: anyone who reaches the port gets transfers (every connection is logged as "
-                  "INSECURE)");
+                  "INSECURE); refused together with a secret (--secret-file, $ACCELTUNE_SECRET_FILE, $ACCELTUNE_SECRET)");
   serve->add_option("--bind", a->bind,
                     "address to listen on (default 127.0.0.1: this host only; name this host's address on the network "
                     "the peers use, or 0.0.0.0)");
@@ -45,8 +45,9 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   serve->add_option("--max-session-bytes", a->max_session_bytes,
                     "bytes one tcp-stream connection may send here, e.g. 16T (default; 0: no cap)");
   serve->add_flag("--once", a->once, "exit after the first client disconnects");
-  serve->footer("Clients prove the shared secret with a challenge-response (HMAC-SHA-256): it never crosses the "
-                "wire. Give the same secret to the hosts that run --peer, through --secret-file or "
+  serve->footer("Client and server prove the shared secret to each other with a challenge-response (HMAC-SHA-256): "
+                "it never crosses the wire. Every later control message carries a MAC under a session key, and each "
+                "data connection proves its session before a byte counts. Give the same secret to the hosts that run --peer, through --secret-file or "
                 "ACCELTUNE_SECRET_FILE.\n"
                 "Example: openssl rand -hex 32 > ~/.acceltune-secret; chmod 600 ~/.acceltune-secret\n"
                 "  acceltune serve --bind 10.0.0.2 --secret-file ~/.acceltune-secret\n"
@@ -56,6 +57,11 @@ void add_serve_command(CLI::App& app, CommandList& list) {
     const ServiceInfo* s = ServiceRegistry::instance().find("peer");
     if (!s) return fail(runtime_error("this build has no transfer kernel that serves peers"));
     if (a->link.empty() && !a->mtus.empty()) return fail(input_error("--mtu needs --link: the interface it applies to"));
+    if (a->insecure && !a->secret_file.empty()) {
+      return fail(input_error("--insecure and --secret-file {} contradict each other: --insecure serves without "
+                              "authentication, the secret asks for it; drop one",
+                              a->secret_file));
+    }
     auto bytes = parse_bytes(a->max_session_bytes);
     if (!bytes) return fail(input_error("--max-session-bytes {}: {}", a->max_session_bytes, bytes.error().message));
     if (!a->secret_file.empty()) ::setenv("ACCELTUNE_SECRET_FILE", a->secret_file.c_str(), 1);

@@ -79,10 +79,10 @@ class EchoSession final : public DeliverySession {
 };
 
 // The far end: answers the hello with the hello, marked.
-void serve_echo(int fd, const Json& hello, const Json&) {
+void serve_echo(ControlChannel& ch, const Json& hello, const Json&) {
   Json reply = hello;
   reply["echoed"] = true;
-  (void)send_json_line(fd, reply);
+  (void)ch.send(reply);
 }
 
 // The family's own export: its variable as the job sets it, for echo studies only.

@@ -1,9 +1,12 @@
 // The control channel between the nccl kernel and its rank processes: one TCP connection per
 // rank, one JSON object per line, every read with a deadline. TCP rather than pipes so ranks
 // that a launcher (mpirun) starts on other nodes reach the kernel the same way as local ones.
-// Every connection first proves the session's secret (kernels/shared/control_auth.hpp): the
-// kernel draws one per session and hands it to its ranks in ACCELTUNE_NCCL_CONTROL_SECRET, so a
-// process that merely reaches the port (it listens on every address across nodes) is refused.
+// Every connection first proves the session's secret, and the kernel proves it back
+// (kernels/shared/control_auth.hpp, context "nccl-control"): the kernel draws one per session and
+// hands it to its ranks in ACCELTUNE_NCCL_CONTROL_SECRET, so a process that merely reaches the
+// port (it listens on every address across nodes) is refused, and every later message both ways
+// carries a MAC over its per-direction counter: an altered, injected, replayed or reordered
+// command or answer ends that rank's channel, and the measurement fails saying why.
 #pragma once
 
 #include <arpa/inet.h>
@@ -28,46 +31,33 @@
 
 namespace acceltune {
 
+// One rank's control session (kernels/shared/control_auth.hpp: both sides proved the session's
+// secret, every message carries a MAC over its per-direction counter); owns the connection.
 class LineChannel {
  public:
   LineChannel() = default;
-  explicit LineChannel(int fd) : fd_(fd) {}
-  LineChannel(const LineChannel&) = delete;
-  LineChannel& operator=(const LineChannel&) = delete;
-  LineChannel(LineChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  LineChannel& operator=(LineChannel&& o) noexcept {
-    if (this != &o) {
-      close();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  ~LineChannel() { close(); }
+  explicit LineChannel(ControlChannel ch) : ch_(std::move(ch)) { ch_.own_fd(); }
 
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool open() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  void close() { ch_.close(); }
+  bool open() const { return ch_.open(); }
+  int fd() const { return ch_.fd(); }
+  ControlChannel& session() { return ch_; }
 
-  // The framing is the shared socket channel's: one JSON object per line, a deadline on reads.
   Status send(const Json& j) {
-    Status st = send_json_line(fd_, j);
+    Status st = ch_.send(j);
     if (!st) return runtime_error("control channel send: {}", st.error().message);
     return {};
   }
 
+  // A message that fails its check (altered, injected, replayed, out of order) ends the channel.
   Expected<Json> receive(double timeout_seconds) {
-    auto j = recv_json_line(fd_, timeout_seconds);
+    auto j = ch_.recv(timeout_seconds);
     if (!j) return runtime_error("control channel: {}", j.error().message);
-    if (!j->is_object()) return runtime_error("control channel: malformed message '{}'", j->dump());
     return std::move(*j);
   }
 
  private:
-  int fd_ = -1;
+  ControlChannel ch_;
 };
 
 // The variable that carries the session's secret from the kernel to its ranks.
@@ -83,16 +73,18 @@ inline Expected<LineChannel> accept_rank(int listen_fd, const std::string& secre
   if (fd < 0) return runtime_error("accept on the ranks' control socket: {}", std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  LineChannel ch(fd);
   auto join = challenge_peer(fd, secret, kNcclControlContext, timeout_seconds);
-  if (!join || !join->value("join", false)) {
+  const bool joins = join && join->first.contains("join") && join->first["join"] == Json(true);
+  if (!joins) {
     if (refused) {
       *refused = fmt::format("refused a connection to the ranks' control socket from {}: {}", remote_address(fd),
                              join ? std::string("no join") : join.error().message);
     }
+    if (!join) (void)send_json_line(fd, Json{{"ok", false}, {"error", "refused: " + join.error().message}});
+    ::close(fd);
     return LineChannel();
   }
-  return ch;
+  return LineChannel(std::move(join->channel));
 }
 
 // Connects to HOST:PORT (the kernel's listening socket), trying until the deadline, and proves
@@ -106,10 +98,11 @@ inline Expected<LineChannel> join_control(const std::string& host, int port, dou
                          "starts (a launcher must forward it)",
                          kNcclControlSecretVar);
   }
-  ACCELTUNE_TRY_ASSIGN(LineChannel ch, connect_control(host, port, timeout_seconds));
-  ACCELTUNE_TRY(answer_challenge(ch.fd(), std::string(secret), kNcclControlContext, Json{{"join", true}},
-                                 timeout_seconds));
-  return ch;
+  ACCELTUNE_TRY_ASSIGN(LineChannel raw, connect_control(host, port, timeout_seconds));
+  ACCELTUNE_TRY_ASSIGN(ControlChannel ch, answer_challenge(raw.fd(), std::string(secret), kNcclControlContext,
+                                                           Json{{"join", true}}, timeout_seconds));
+  (void)raw.session().release_fd();  // now the session's
+  return LineChannel(std::move(ch));
 }
 
 inline Expected<LineChannel> connect_control(const std::string& host, int port, double timeout_seconds) {
@@ -129,7 +122,7 @@ inline Expected<LineChannel> connect_control(const std::string& host, int port, 
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         ::freeaddrinfo(res);
-        return LineChannel(fd);
+        return LineChannel(ControlChannel::plain(fd));
       }
       last = std::strerror(errno);
       ::close(fd);

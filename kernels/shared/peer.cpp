@@ -50,8 +50,6 @@ struct PeerServerState {
   std::mutex mu;
   std::list<Conn> conns;
 
-  bool logs() const { return options.value("log", false); }
-
   ~PeerServerState() {
     for (int f : wake) {
       if (f >= 0) ::close(f);
@@ -60,14 +58,16 @@ struct PeerServerState {
   }
 };
 
-namespace {
-using Clock = std::chrono::steady_clock;
-
-void log_line(const PeerServerState& st, const std::string& text) {
-  if (!st.logs()) return;
+void serve_log(const Json& serve_options, const std::string& text) {
+  if (!serve_options.is_object() || !serve_options.value("log", false)) return;
   std::fprintf(stderr, "acceltune serve: %s\n", text.c_str());
   std::fflush(stderr);
 }
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+void log_line(const PeerServerState& st, const std::string& text) { serve_log(st.options, text); }
 
 // Whether serving `me` would exceed the number of client hosts served at once: connections from
 // a host already being served are part of its session.
@@ -89,43 +89,53 @@ std::string busy_with(PeerServerState& st, const PeerServerState::Conn& me) {
                      who, limit, limit == 1 ? "" : "s");
 }
 
-void serve_connection(PeerServerState& st, PeerServerState::Conn& conn) {
-  const int fd = conn.fd;
+// The session after both proofs: the handler of the hello's kind, or why there is none.
+void run_handler(PeerServerState& st, PeerServerState::Conn& conn, ControlChannel& ch, const Json& hello) {
   const Json& options = st.options;
-  // The first exchange: the challenge and the client's hello with its proof, one short line
-  // within 10 s, whatever the client sends.
-  auto hello = challenge_peer(fd, st.secret, "serve", options.value("auth_timeout_seconds", 10.0));
-  if (!hello) {
-    log_line(st, fmt::format("refused {}: {}", conn.host, hello.error().message));
-    (void)send_json_line(fd, Json{{"ok", false}, {"error", "refused: " + hello.error().message}});
-    return;
-  }
-  if (options.value("insecure", false)) {
-    log_line(st, fmt::format("INSECURE: serving {} without authentication (--insecure)", conn.host));
-  }
-  if (!hello->contains("kind") || !(*hello)["kind"].is_string()) {
-    (void)send_json_line(fd, Json{{"ok", false}, {"error", "the first line must be a hello {\"kind\": ...}"}});
+  if (!hello.contains("kind") || !hello["kind"].is_string()) {
+    (void)ch.send(Json{{"ok", false}, {"error", "the first line must be a hello {\"kind\": ...}"}});
     return;
   }
   if (const std::string busy = busy_with(st, conn); !busy.empty()) {
     log_line(st, fmt::format("refused {}: busy", conn.host));
-    (void)send_json_line(fd, Json{{"ok", false}, {"error", busy}});
+    (void)ch.send(Json{{"ok", false}, {"error", busy}});
     return;
   }
   conn.admitted = true;
-  const std::string kind = (*hello)["kind"].get<std::string>();
+  const std::string kind = hello["kind"].get<std::string>();
   const PeerHandler* h = PeerHandlerRegistry::instance().find(kind);
   if (!h) {
-    (void)send_json_line(fd, Json{{"ok", false},
-                                  {"error", fmt::format("this acceltune serve has no handler for kind '{}' (it has: {})",
-                                                        kind, join_names(PeerHandlerRegistry::instance().names()))}});
+    (void)ch.send(Json{{"ok", false},
+                       {"error", fmt::format("this acceltune serve has no handler for kind '{}' (it has: {})", kind,
+                                             join_names(PeerHandlerRegistry::instance().names()))}});
     return;
   }
   try {
-    h->serve(fd, *hello, options);
+    h->serve(ch, hello, options);
   } catch (const std::exception& e) {
     // A message the handler could not read (a wrong type, a missing field) ends this connection.
-    (void)send_json_line(fd, Json{{"ok", false}, {"error", fmt::format("the '{}' handler failed: {}", kind, e.what())}});
+    (void)ch.send(Json{{"ok", false}, {"error", fmt::format("the '{}' handler failed: {}", kind, e.what())}});
+  }
+}
+
+void serve_connection(PeerServerState& st, PeerServerState::Conn& conn) {
+  const int fd = conn.fd;
+  const Json& options = st.options;
+  // The first exchange: the challenge, the client's hello with its proof, the server's proof;
+  // one short line within 10 s, whatever the client sends.
+  auto accepted = challenge_peer(fd, st.secret, "serve", options.value("auth_timeout_seconds", 10.0));
+  if (!accepted) {
+    log_line(st, fmt::format("refused {}: {}", conn.host, accepted.error().message));
+    (void)send_json_line(fd, Json{{"ok", false}, {"error", "refused: " + accepted.error().message}});
+    return;
+  }
+  if (!st.secret) log_line(st, fmt::format("INSECURE: serving {} without authentication (--insecure)", conn.host));
+  ControlChannel& ch = accepted->channel;
+  run_handler(st, conn, ch, accepted->first);
+  if (!ch.broken().empty()) {
+    // A message that failed its check: the session ends here, and the client hears why.
+    log_line(st, fmt::format("ended the session of {}: {}", conn.host, ch.broken()));
+    (void)ch.send(Json{{"ok", false}, {"error", "the server ended the session: " + ch.broken()}});
   }
   if (conn.capped) {
     log_line(st, fmt::format("ended the session of {}: it ran past --max-session-seconds {}", conn.host,
@@ -149,6 +159,9 @@ Expected<std::unique_ptr<PeerServer>> PeerServer::start(const std::string& bind_
   st->secret = secret;
   if (!secret && !st->options.value("insecure", false)) {
     return input_error("a control server needs a shared secret, or the option 'insecure'");
+  }
+  if (secret && st->options.value("insecure", false)) {
+    return input_error("a control server with a shared secret and the option 'insecure': the two contradict each other");
   }
   if (::pipe2(st->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return runtime_error("cannot create a pipe: {}", std::strerror(errno));
@@ -267,14 +280,16 @@ void on_serve_signal(int sig) { g_serve_signal = sig; }
 
 }  // namespace
 
-Expected<int> connect_peer(const std::string& host, int port, const std::optional<std::string>& secret,
-                           const Json& hello, double timeout_seconds) {
+Expected<ControlChannel> connect_peer(const std::string& host, int port, const std::optional<std::string>& secret,
+                                      const Json& hello, double timeout_seconds) {
   ACCELTUNE_TRY_ASSIGN(int fd, connect_tcp(host, port, timeout_seconds));
-  if (Status st = answer_challenge(fd, secret, "serve", hello, timeout_seconds); !st) {
+  auto ch = answer_challenge(fd, secret, "serve", hello, timeout_seconds);
+  if (!ch) {
     ::close(fd);
-    return Error{st.error().kind, fmt::format("{}: {}", host_port_text(host, port), st.error().message)};
+    return Error{ch.error().kind, fmt::format("{}: {}", host_port_text(host, port), ch.error().message)};
   }
-  return fd;
+  ch->own_fd();
+  return std::move(*ch);
 }
 
 int serve_peers(const Json& options) {
@@ -286,6 +301,14 @@ int serve_peers(const Json& options) {
   if (!secret) {
     std::fprintf(stderr, "acceltune: %s\n", secret.error().message.c_str());
     return secret.error().exit_code();
+  }
+  if (*secret && insecure) {
+    std::fprintf(stderr,
+                 "acceltune: serve --insecure and a shared secret (%s or %s is set) contradict each other: --insecure "
+                 "serves without authentication, the secret asks for it; unset the secret to serve insecurely, or drop "
+                 "--insecure\n",
+                 kSecretFileVar, kSecretVar);
+    return 2;
   }
   if (!*secret && !insecure) {
     std::fprintf(stderr,

@@ -85,7 +85,7 @@ Status send_json_line(int fd, const Json& j) {
   return {};
 }
 
-Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes) {
+Expected<std::string> recv_line(int fd, double timeout_seconds, size_t max_bytes) {
   // Peeks, then takes at most the bytes up to the newline, so nothing after the line is
   // consumed: the socket needs no buffer of its own.
   const auto deadline = deadline_after(timeout_seconds);
@@ -115,6 +115,11 @@ Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes) 
     }
   }
   line.pop_back();
+  return line;
+}
+
+Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes) {
+  ACCELTUNE_TRY_ASSIGN(const std::string line, recv_line(fd, timeout_seconds, max_bytes));
   Json j = Json::parse(line, nullptr, false);
   if (j.is_discarded()) {
     return runtime_error("control connection: not a JSON line: '{}'", line.substr(0, 120));

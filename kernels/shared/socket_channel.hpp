@@ -15,6 +15,8 @@ namespace acceltune {
 // One JSON object per line over a stream socket.
 Status send_json_line(int fd, const Json& j);
 // Waits at most timeout_seconds for a whole line; a closed connection is an error.
+// recv_line returns its text without the newline; recv_json_line parses it.
+Expected<std::string> recv_line(int fd, double timeout_seconds, size_t max_bytes = size_t{16} << 20);
 Expected<Json> recv_json_line(int fd, double timeout_seconds, size_t max_bytes = size_t{16} << 20);
 
 // "HOST:PORT" (also "[v6]:PORT") into its parts; errors name the text.

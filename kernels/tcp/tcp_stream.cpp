@@ -22,12 +22,15 @@
 // - peer: `acceltune serve` on another host; an MTU changes only on links named by the space
 //   ("link", this side) and by `serve --link` (the other side), and needs root on both.
 //
-// Control protocol (JSON lines; the client sends, the server answers each with {"ok": ...}):
+// Control protocol (JSON lines of an authenticated session, kernels/shared/control_auth.cpp: each
+// carries "seq" and "mac"; the client sends, the server answers each with {"ok": ...}):
 //   hello {"kind": "tcp-stream", "version": 1}        -> link, link_mtu (of --link, else of the
 //                                                        interface served on), congestion available
 //   {"op": "setup", streams, rcvbuf, congestion, write_size, align, mtu?}
 //        -> {"port": P}; the client connects `streams` data connections to P, each sending its
-//           4-byte stream index first -> {"rcvbuf_bytes", "congestion"}
+//           4-byte stream index and the session's token for it first (the setup's sequence
+//           number and the index under the data key); a connection without the token is refused
+//           and logged, and none of its bytes count -> {"rcvbuf_bytes", "congestion"}
 //   {"op": "size", "shares": [...], "offsets": [...]}  -> receivers expect these shares per run
 //   {"op": "validate"} -> armed; the next run is compared byte by byte -> {"mismatches",
 //        "first_mismatch", "received_bytes" (since the size op or the last validation)}
@@ -210,7 +213,7 @@ Measurement TcpStream::measure(const Space& space, const Config& config, uint64_
   if (!v) return failed(v.error());
   team_->run(stream_run);
   if (failed_) return failed(runtime_error("tcp-stream: validation run: {}", first_run_error()));
-  auto r = recv_json_line(ctrl_, kControlTimeout);
+  auto r = ctrl_.recv(kControlTimeout);
   if (!r) return failed(r.error());
   if (!r->value("ok", false)) return failed(runtime_error("{}", r->value("error", std::string("validation failed"))));
   const uint64_t expected = (runs_ + 1) * bytes;

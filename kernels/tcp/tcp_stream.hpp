@@ -109,7 +109,7 @@ class TcpStream final : public Kernel {
   // the session
   std::unique_ptr<PeerServer> server_;
   std::string server_host_;
-  int ctrl_ = -1;
+  ControlChannel ctrl_;  // the session with the far end (owns the connection)
   Json hello_ = Json::object();
   std::string local_secret_;  // what this host's own server (loopback, netns) asks clients to prove
   int applied_mtu_ = 0;

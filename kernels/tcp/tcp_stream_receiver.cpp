@@ -3,6 +3,7 @@
 // (setup, size, validate, bye; the protocol is in tcp_stream.cpp), accepts the data connections,
 // reads each stream on a thread of its own, acknowledges every run and, when armed, compares each
 // byte with the pattern.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -166,28 +167,58 @@ std::string set_mtu_if_asked(const Json& msg, const Json& serve_options) {
   return st ? "" : fmt::format("server: {}", st.error().message);
 }
 
-// The setup's data connections, each placed by the index it sends first; why not ("" when all came).
-std::string accept_streams(int lfd, int streams, std::vector<int>& fds) {
+// The setup's data connections (the setup being the session's message `setup_seq`), each placed by
+// the index it sends first and admitted by its session token. A connection without the right
+// token is refused and logged before a byte of it counts, and the wait goes on for the real ones.
+// Why not all came ("" when they did).
+std::string accept_streams(int lfd, int port, int streams, const ControlChannel& ctrl, uint64_t setup_seq,
+                           const Json& serve_options, std::vector<int>& fds) {
   fds.assign(static_cast<size_t>(streams), -1);
-  for (int i = 0; i < streams; ++i) {
-    auto fd = accept_tcp(lfd, kIoTimeout);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * kIoTimeout);
+  for (int placed = 0; placed < streams;) {
+    const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return fmt::format("{} of {} data connections did not come", streams - placed, streams);
+    // A client that gives up (closes its control connection) ends the wait.
+    pollfd p[2] = {{lfd, POLLIN, 0}, {ctrl.fd(), POLLRDHUP, 0}};
+    const int n = ::poll(p, 2, static_cast<int>(left * 1000) + 1);
+    if (n < 0 && errno != EINTR) return fmt::format("poll: {}", std::strerror(errno));
+    if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) return "the client closed the control connection";
+    if (n <= 0 || !(p[0].revents & POLLIN)) continue;
+    auto fd = accept_tcp(lfd, 1.0);
     if (!fd) return fd.error().message;
     set_timeouts(*fd, kIoTimeout, kIoTimeout);
+    unsigned char first[4 + kDataTokenBytes];
+    Status st = recv_all(*fd, first, sizeof first, std::min(left, 2.0), "stream index and token");
     uint32_t index = 0;
-    Status st = recv_all(*fd, &index, sizeof index, kIoTimeout, "stream index");
-    if (!st || index >= static_cast<uint32_t>(streams) || fds[index] >= 0) {
+    std::memcpy(&index, first, 4);
+    index = ntohl(index);
+    std::string why;
+    if (!st) {
+      why = "no session token (" + st.error().message + ")";
+    } else if (index >= static_cast<uint32_t>(streams)) {
+      why = fmt::format("a stream index {} of {}", index, streams);
+    } else if (!ctrl.data_token_matches(setup_seq, index, first + 4)) {
+      why = "a wrong session token (not this session's data connection)";
+    } else if (fds[index] >= 0) {
+      why = fmt::format("stream {} a second time", index);
+    }
+    if (!why.empty()) {
+      serve_log(serve_options, fmt::format("refused a data connection from {} to tcp-stream port {}: {}",
+                                           remote_address(*fd), port, why));
       ::close(*fd);
-      return st ? "a data connection sent a bad stream index" : st.error().message;
+      continue;
     }
     const int one = 1;
     ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // the 1-byte acknowledgements
     set_timeouts(*fd, kIoTimeout, 0.5);
     fds[index] = *fd;
+    ++placed;
   }
   return "";
 }
 
-bool handle_setup(int ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
+bool handle_setup(ControlChannel& ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
+  const uint64_t setup_seq = ctrl.received() - 1;  // this setup's sequence number: its connections prove it
   rs.close();
   {
     std::lock_guard<std::mutex> l(rs.mu);
@@ -199,12 +230,12 @@ bool handle_setup(int ctrl, const Json& msg, const Json& serve_options, Receiver
   rs.read_size = static_cast<size_t>(std::max<int64_t>(1, msg.value("write_size", int64_t{128 << 10})));
   rs.align = static_cast<size_t>(msg.value("align", int64_t{0}));
   if (const std::string why = set_mtu_if_asked(msg, serve_options); !why.empty()) {
-    (void)send_json_line(ctrl, not_ok(why));
+    (void)ctrl.send(not_ok(why));
     return true;
   }
   int port = 0;
   const auto have = available_congestion();
-  auto lfd = listen_tcp(local_address(ctrl), 0, &port, [&](int fd) -> Status {
+  auto lfd = listen_tcp(local_address(ctrl.fd()), 0, &port, [&](int fd) -> Status {
     ACCELTUNE_TRY(set_buffer(fd, false, rcvbuf));
     // Only the sender's congestion control shapes the stream; the receiver's is set when
     // this host has it, for symmetry.
@@ -212,21 +243,21 @@ bool handle_setup(int ctrl, const Json& msg, const Json& serve_options, Receiver
     return {};
   });
   if (!lfd) {
-    (void)send_json_line(ctrl, not_ok(lfd.error().message));
+    (void)ctrl.send(not_ok(lfd.error().message));
     return true;
   }
-  if (!send_json_line(ctrl, ok(Json{{"port", port}}))) {
+  if (!ctrl.send(ok(Json{{"port", port}}))) {
     ::close(*lfd);
     return false;
   }
   std::vector<int> fds;
-  const std::string err = accept_streams(*lfd, streams, fds);
+  const std::string err = accept_streams(*lfd, port, streams, ctrl, setup_seq, serve_options, fds);
   ::close(*lfd);
   if (!err.empty()) {
     for (int fd : fds) {
       if (fd >= 0) ::close(fd);
     }
-    (void)send_json_line(ctrl, not_ok(fmt::format("server: {}", err)));
+    (void)ctrl.send(not_ok(fmt::format("server: {}", err)));
     return true;
   }
   for (int fd : fds) {
@@ -239,12 +270,12 @@ bool handle_setup(int ctrl, const Json& msg, const Json& serve_options, Receiver
     sp->thread = std::thread([&rs, sp] { rs.receive(*sp); });
   }
   const int fd0 = rs.streams.front()->fd;
-  return send_json_line(ctrl, ok(Json{{"rcvbuf_bytes", get_int_opt(fd0, SOL_SOCKET, SO_RCVBUF)},
+  return ctrl.send(ok(Json{{"rcvbuf_bytes", get_int_opt(fd0, SOL_SOCKET, SO_RCVBUF)},
                                       {"congestion", get_congestion(fd0)}}))
       .ok();
 }
 
-bool handle_validate(int ctrl, ReceiverSession& rs) {
+bool handle_validate(ControlChannel& ctrl, ReceiverSession& rs) {
   int active = 0;
   for (auto& s : rs.streams) {
     s->mismatches = 0;
@@ -256,13 +287,13 @@ bool handle_validate(int ctrl, ReceiverSession& rs) {
     rs.validated = 0;
   }
   rs.armed = true;
-  if (!send_json_line(ctrl, ok())) return false;
+  if (!ctrl.send(ok())) return false;
   std::unique_lock<std::mutex> l(rs.mu);
   const bool done = rs.cv.wait_for(l, std::chrono::duration<double>(kControlTimeout - 1.0),
                                    [&] { return rs.validated >= active || !rs.error.empty(); });
   rs.armed = false;
-  if (!rs.error.empty()) return send_json_line(ctrl, not_ok("server: " + rs.error)).ok();
-  if (!done) return send_json_line(ctrl, not_ok("server: the validation run did not complete")).ok();
+  if (!rs.error.empty()) return ctrl.send(not_ok("server: " + rs.error)).ok();
+  if (!done) return ctrl.send(not_ok("server: the validation run did not complete")).ok();
   uint64_t mismatches = 0, first = UINT64_MAX, received = 0;
   for (auto& s : rs.streams) {
     mismatches += s->mismatches;
@@ -273,11 +304,11 @@ bool handle_validate(int ctrl, ReceiverSession& rs) {
   // After the runs, so autotuning shows what it grew the buffer to.
   if (!rs.streams.empty()) r["rcvbuf_bytes"] = get_int_opt(rs.streams.front()->fd, SOL_SOCKET, SO_RCVBUF);
   if (mismatches) r["first_mismatch"] = first;
-  return send_json_line(ctrl, r).ok();
+  return ctrl.send(r).ok();
 }
 
 // Handles one op of a control connection; false ends the connection.
-bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
+bool handle_op(ControlChannel& ctrl, const Json& msg, const Json& serve_options, ReceiverSession& rs) {
   const std::string op = msg.value("op", "");
   if (op == "bye") return false;
   if (op == "setup") return handle_setup(ctrl, msg, serve_options, rs);
@@ -285,20 +316,20 @@ bool handle_op(int ctrl, const Json& msg, const Json& serve_options, ReceiverSes
     const auto shares = msg.value("shares", std::vector<uint64_t>{});
     const auto offsets = msg.value("offsets", std::vector<uint64_t>{});
     if (shares.size() != rs.streams.size() || offsets.size() != shares.size()) {
-      return send_json_line(ctrl, not_ok("size: one share and offset per stream expected")).ok();
+      return ctrl.send(not_ok("size: one share and offset per stream expected")).ok();
     }
     for (size_t i = 0; i < shares.size(); ++i) {
       rs.streams[i]->share = shares[i];
       rs.streams[i]->offset = offsets[i];
       rs.streams[i]->received = 0;
     }
-    return send_json_line(ctrl, ok()).ok();
+    return ctrl.send(ok()).ok();
   }
   if (op == "validate") return handle_validate(ctrl, rs);
-  return send_json_line(ctrl, not_ok(fmt::format("unknown op '{}'", op))).ok();
+  return ctrl.send(not_ok(fmt::format("unknown op '{}'", op))).ok();
 }
 
-void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
+void serve_tcp_stream(ControlChannel& ctrl, const Json& hello, const Json& serve_options) {
   (void)hello;
   const std::string link = serve_options.value("link", "");
   Json info = ok(Json{{"version", 1}, {"congestion", available_congestion()}, {"link", link},
@@ -306,21 +337,21 @@ void serve_tcp_stream(int ctrl, const Json& hello, const Json& serve_options) {
                       {"mtus", serve_options.value("mtus", Json::array())}});
   // The MTU of the link served on: the one named with --link, else the interface that holds this
   // connection's address (the client weighs its own MTU against it).
-  const std::string served = link.empty() ? local_interface(ctrl) : link;
+  const std::string served = link.empty() ? local_interface(ctrl.fd()) : link;
   if (!served.empty()) {
     auto mtu = get_link_mtu("", served);
     info["link_mtu"] = mtu ? Json(*mtu) : Json(nullptr);
   }
-  if (!send_json_line(ctrl, info)) return;
+  if (!ctrl.send(info)) return;
   ReceiverSession rs;
   rs.max_bytes = serve_options.value("max_session_bytes", uint64_t{0});
   while (true) {
     // Idle between measurements for as long as the client likes; a closed connection ends it.
-    pollfd p{ctrl, POLLIN, 0};
+    pollfd p{ctrl.fd(), POLLIN, 0};
     const int n = ::poll(&p, 1, 1000);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
-    auto msg = recv_json_line(ctrl, kControlTimeout);
+    auto msg = ctrl.recv(kControlTimeout);
     if (!msg) break;
     if (!handle_op(ctrl, *msg, serve_options, rs)) break;
   }

@@ -2,6 +2,7 @@
 // the control session (the in-process server for loopback and netns, `acceltune serve` for peer),
 // the link MTU, the data connections, the pattern to send (a buffer, or a memfd for sendfile) and
 // the timed run of one stream with send, MSG_ZEROCOPY (and its completions) or sendfile.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
@@ -21,7 +22,7 @@
 namespace acceltune::tcp_stream {
 
 Status TcpStream::open_session() {
-  if (ctrl_ >= 0) return {};
+  if (ctrl_.open()) return {};
   // This host's own server proves a secret of this kernel's; a peer's, the configured one.
   std::optional<std::string> secret;
   if (placement_ == "peer") {
@@ -40,16 +41,16 @@ Status TcpStream::open_session() {
     server_host_ = peer_host_;
   }
   const int port = server_ ? server_->port() : peer_port_;
-  Expected<int> fd = runtime_error("not connected");
+  Expected<ControlChannel> ch = runtime_error("not connected");
   ACCELTUNE_TRY(run_in_netns(client_netns(), [&] {
-    fd = connect_peer(server_host_, port, secret, Json{{"kind", "tcp-stream"}, {"version", 1}}, kControlTimeout);
+    ch = connect_peer(server_host_, port, secret, Json{{"kind", "tcp-stream"}, {"version", 1}}, kControlTimeout);
   }));
-  if (!fd) return fd.error();
-  ctrl_ = *fd;
+  if (!ch) return ch.error();
+  ctrl_ = std::move(*ch);
   const int one = 1;
-  ::setsockopt(ctrl_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  set_timeouts(ctrl_, kControlTimeout, kControlTimeout);
-  auto hello = recv_json_line(ctrl_, kControlTimeout);
+  ::setsockopt(ctrl_.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_timeouts(ctrl_.fd(), kControlTimeout, kControlTimeout);
+  auto hello = ctrl_.recv(kControlTimeout);
   if (hello && !hello->value("ok", false)) {
     hello = runtime_error("{}", hello->value("error", std::string("the far end refused the hello")));
   }
@@ -62,8 +63,8 @@ Status TcpStream::open_session() {
 }
 
 Expected<Json> TcpStream::request(const Json& msg) {
-  ACCELTUNE_TRY(send_json_line(ctrl_, msg));
-  ACCELTUNE_TRY_ASSIGN(Json r, recv_json_line(ctrl_, kControlTimeout));
+  ACCELTUNE_TRY(ctrl_.send(msg));
+  ACCELTUNE_TRY_ASSIGN(Json r, ctrl_.recv(kControlTimeout));
   if (!r.value("ok", false)) {
     return runtime_error("{}", r.value("error", fmt::format("the far end refused '{}'", msg.value("op", "hello"))));
   }
@@ -81,10 +82,9 @@ void TcpStream::close_data() {
 
 void TcpStream::close_session() {
   close_data();
-  if (ctrl_ >= 0) {
-    (void)send_json_line(ctrl_, Json{{"op", "bye"}});
-    ::close(ctrl_);
-    ctrl_ = -1;
+  if (ctrl_.open()) {
+    if (ctrl_.broken().empty()) (void)ctrl_.send(Json{{"op", "bye"}});
+    ctrl_.close();
   }
   applied_mtu_ = 0;
 }
@@ -120,6 +120,8 @@ Status TcpStream::connect_streams(const Settings& s) {
   Json setup{{"op", "setup"},           {"streams", s.streams}, {"rcvbuf", s.rcvbuf},
              {"congestion", s.congestion}, {"write_size", s.write_size}, {"align", s.align}};
   if (peer_sets_mtu_) setup["mtu"] = s.mtu;
+  // The data connections prove they belong to this session and this setup.
+  const uint64_t setup_seq = ctrl_.sent();
   ACCELTUNE_TRY_ASSIGN(Json r, request(setup));
   const int port = r.value("port", 0);
   data_.resize(static_cast<size_t>(s.streams));
@@ -141,8 +143,12 @@ Status TcpStream::connect_streams(const Settings& s) {
       }
       data_[static_cast<size_t>(i)].fd = *fd;
       set_timeouts(*fd, kIoTimeout, kIoTimeout);
-      const uint32_t index = static_cast<uint32_t>(i);
-      st = send_all(*fd, &index, sizeof index, "stream index");
+      unsigned char first[4 + kDataTokenBytes];
+      const uint32_t index = htonl(static_cast<uint32_t>(i));
+      std::memcpy(first, &index, 4);
+      const auto token = ctrl_.data_token(setup_seq, static_cast<uint32_t>(i));
+      std::memcpy(first + 4, token.data(), token.size());
+      st = send_all(*fd, first, sizeof first, "stream index and token");
     }
   });
   if (!in_ns) st = in_ns;
@@ -152,7 +158,7 @@ Status TcpStream::connect_streams(const Settings& s) {
     close_session();
     return st;
   }
-  ACCELTUNE_TRY_ASSIGN(Json r2, recv_json_line(ctrl_, kControlTimeout));
+  ACCELTUNE_TRY_ASSIGN(Json r2, ctrl_.recv(kControlTimeout));
   if (!r2.value("ok", false)) {
     close_data();
     return runtime_error("{}", r2.value("error", std::string("the far end refused the data connections")));

@@ -53,7 +53,7 @@ namespace {
 // The responder and the connection to it, set up once per process at the first measurement.
 struct Session {
   pid_t child = -1;
-  int fd = -1;
+  ControlChannel control;  // owns the connection
   std::unique_ptr<Channel> ch;
   std::unique_ptr<Ucp> u;
   Json ep_info = Json::object();
@@ -64,7 +64,8 @@ struct Session {
   ~Session() {
     if (ch) (void)ch->send(Json{{"cmd", "quit"}});
     u.reset();
-    if (fd >= 0) ::close(fd);
+    ch.reset();
+    control.close();
     if (child > 0) {
       int status = 0;
       const auto deadline = clock_type::now() + std::chrono::seconds(2);
@@ -103,7 +104,8 @@ Expected<int> fork_responder(pid_t* child) {
     // Holding the worker's result pipe open would delay the runner's end-of-trial.
     if (sv[1] > 3) ::close_range(3, static_cast<unsigned>(sv[1] - 1), 0);
     ::close_range(static_cast<unsigned>(sv[1] + 1), ~0u, 0);
-    ::_exit(run_responder(sv[1]));
+    ControlChannel control = ControlChannel::plain(sv[1]);  // a socketpair to this process's own child
+    ::_exit(run_responder(control));
   }
   ::close(sv[1]);
   *child = pid;
@@ -273,11 +275,13 @@ class UcxKernel final : public Kernel {
   Expected<std::unique_ptr<Session>> open_session() {
     auto s = std::make_unique<Session>();
     if (peer_.empty()) {
-      ACCELTUNE_TRY_ASSIGN(s->fd, fork_responder(&s->child));
+      ACCELTUNE_TRY_ASSIGN(const int fd, fork_responder(&s->child));
+      s->control = ControlChannel::plain(fd);
+      s->control.own_fd();
     } else {
-      ACCELTUNE_TRY_ASSIGN(s->fd, connect_peer_hook()(peer_, ucx_environment(), kStallSeconds * 2));
+      ACCELTUNE_TRY_ASSIGN(s->control, connect_peer_hook()(peer_, ucx_environment(), kStallSeconds * 2));
     }
-    s->ch = std::make_unique<Channel>(s->fd);
+    s->ch = std::make_unique<Channel>(s->control);
     ACCELTUNE_TRY_ASSIGN(s->u, open_ucp());
     ACCELTUNE_TRY_ASSIGN(Json hello, expect_reply(*s->ch, kStallSeconds * 2));
     if (!hello.contains("address")) return runtime_error("the UCX responder sent no worker address");

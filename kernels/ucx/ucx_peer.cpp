@@ -1,6 +1,8 @@
 // The ucx kernel across hosts: the client side of --peer HOST:PORT, and the "ucx" handler of
 // `acceltune serve`. The handler forks a child per connection that sets the UCX_* variables the
-// client sent (UCX reads them once, at ucp_init) and runs the responder on the connection.
+// client sent (UCX reads them once, at ucp_init) and runs the responder on the session (the
+// child's copy of it: keys and counters go on from where the handshake left them). UCX's own
+// wire carries the data; acceltune opens no data connection of its own here.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -25,7 +27,7 @@ bool is_ucx_variable(const std::string& name) {
   return true;
 }
 
-Expected<int> connect_to_peer(const std::string& host_port, const Json& env, double timeout_seconds) {
+Expected<ControlChannel> connect_to_peer(const std::string& host_port, const Json& env, double timeout_seconds) {
   ACCELTUNE_TRY_ASSIGN(auto hp, parse_host_port(host_port));
   ACCELTUNE_TRY_ASSIGN(const auto secret, configured_secret());
   return connect_peer(hp.first, hp.second, secret, Json{{"kind", "ucx"}, {"env", env}}, timeout_seconds);
@@ -46,11 +48,12 @@ std::string devices_refused(const std::string& devices, const std::string& link)
   return "";
 }
 
-void serve_ucx(int fd, const Json& hello, const Json& serve_options) {
+void serve_ucx(ControlChannel& ch, const Json& hello, const Json& serve_options) {
+  const int fd = ch.fd();
   Json env = hello.contains("env") && hello["env"].is_object() ? hello["env"] : Json::object();
   for (const auto& [k, v] : env.items()) {
     if (!is_ucx_variable(k) || !v.is_string()) {
-      (void)send_json_line(fd, Json{{"error", fmt::format("peer: refusing variable '{}': only UCX_* names with string "
+      (void)ch.send(Json{{"error", fmt::format("peer: refusing variable '{}': only UCX_* names with string "
                                                           "values are accepted", k)}});
       return;
     }
@@ -60,7 +63,7 @@ void serve_ucx(int fd, const Json& hello, const Json& serve_options) {
     const std::string link = serve_options.value("link", "");
     const std::string bad = devices_refused(env["UCX_NET_DEVICES"].get<std::string>(), link);
     if (!bad.empty()) {
-      (void)send_json_line(fd, Json{{"error", link.empty() ? fmt::format("peer: refusing UCX_NET_DEVICES={}: this serve "
+      (void)ch.send(Json{{"error", link.empty() ? fmt::format("peer: refusing UCX_NET_DEVICES={}: this serve "
                                                                          "was started without --link, so it names no "
                                                                          "interface a client may choose",
                                                                          env["UCX_NET_DEVICES"].get<std::string>())
@@ -73,7 +76,7 @@ void serve_ucx(int fd, const Json& hello, const Json& serve_options) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    (void)send_json_line(fd, Json{{"error", fmt::format("peer: fork failed: {}", std::strerror(errno))}});
+    (void)ch.send(Json{{"error", fmt::format("peer: fork failed: {}", std::strerror(errno))}});
     return;
   }
   if (pid == 0) {
@@ -92,7 +95,12 @@ void serve_ucx(int fd, const Json& hello, const Json& serve_options) {
       }
     }
     for (const auto& [k, v] : env.items()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
-    ::_exit(run_responder(fd));
+    const int code = run_responder(ch);
+    // The parent's copy of the session never sees this child's messages: the child says why it ended.
+    if (!ch.broken().empty()) {
+      serve_log(serve_options, fmt::format("ended the ucx session of {}: {}", remote_address(fd), ch.broken()));
+    }
+    ::_exit(code);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

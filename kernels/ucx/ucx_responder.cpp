@@ -152,8 +152,8 @@ Status respond_one(Ucp& u, Channel& ch, const Json& cmd) {
 
 }  // namespace
 
-int run_responder(int control_fd) {
-  Channel ch(control_fd);
+int run_responder(ControlChannel& control) {
+  Channel ch(control);
   auto u = open_ucp();
   if (!u) {
     (void)ch.send(Json{{"error", u.error().message}});

@@ -56,20 +56,20 @@ std::string from_hex(const std::string& s) {
 
 // The framing is the shared socket channel's; the messages here name the UCX connection.
 Status Channel::send(const Json& j) {
-  Status st = send_json_line(fd_, j);
+  Status st = control_->send(j);
   if (!st) return runtime_error("the UCX control connection failed on send: {}", st.error().message);
   return {};
 }
 
 Expected<Json> Channel::recv(double timeout_seconds) {
-  auto j = recv_json_line(fd_, timeout_seconds);
+  auto j = control_->recv(timeout_seconds);
   if (!j) return runtime_error("the UCX control connection: {}", j.error().message);
   if (!j->is_object()) return runtime_error("the UCX control connection sent a malformed line");
   return std::move(*j);
 }
 
 bool Channel::hung_up() const {
-  pollfd p{fd_, POLLRDHUP, 0};
+  pollfd p{control_->fd(), POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 

@@ -47,10 +47,11 @@ int64_t find_mismatch(const char* p, size_t n);
 std::string to_hex(const void* data, size_t n);
 std::string from_hex(const std::string& s);
 
-// JSON lines over a stream socket, with a deadline on every read.
+// The control session's messages (kernels/shared/control_auth.hpp), with a deadline on every
+// read and errors that name the UCX connection.
 class Channel {
  public:
-  explicit Channel(int fd) : fd_(fd) {}
+  explicit Channel(ControlChannel& control) : control_(&control) {}
 
   Status send(const Json& j);
   Expected<Json> recv(double timeout_seconds);
@@ -58,10 +59,10 @@ class Channel {
   // True once the far end has closed or reset the stream.
   bool hung_up() const;
 
-  int fd() const { return fd_; }
+  int fd() const { return control_->fd(); }
 
  private:
-  int fd_;
+  ControlChannel* control_;
 };
 
 // A reply that carries an error from the far end becomes that error.
