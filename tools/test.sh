@@ -19,6 +19,7 @@ STAGES=(
   "slow|slow|420|one whole bring-up of this node; a 4-rank search that verify loads"
   "bundle|bundle|90|the GPU bundle packed, moved and run without the build tree"
   "hardware|gpu,rdma|60|GPU and RDMA kernels on their hardware (they skip, with the reason, without it)"
+  "docs|docs|420|every command block of README.md and docs/ as a user pastes it"
 )
 
 usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
