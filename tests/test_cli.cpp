@@ -455,5 +455,17 @@ TEST(Cli, ASearchLeavesItsOutcomeInItsFolder) {
   EXPECT_EQ(done->why, "");
 }
 
+// A family's name given as a space lists its spaces; --ranks on a space without ranks is refused.
+TEST(Cli, AFamilyNameListsItsSpacesAndRanksNeedsASpaceWithRanks) {
+  auto f = run_cli({"search", "--space", "ucx"});
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_NE(f.err.find("'ucx' is a family, not a space: its spaces are ucx-shm, ucx-tcp"), std::string::npos) << f.err;
+  auto r = run_cli({"bench", "--space", "host-copy", "--ranks", "2", "--sizes", "64K"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ranks: space host-copy runs no ranks"), std::string::npos) << r.err;
+  auto zero = run_cli({"search", "--space", "mpi-allreduce", "--ranks", "0"});
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+}
+
 }  // namespace
 }  // namespace acceltune

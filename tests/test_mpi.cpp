@@ -64,6 +64,23 @@ std::vector<Json> jsonl(const fs::path& p) {
 
 const char* kTiny = " --budget 4 --max-seconds 0.05 --certify-rounds 2 --certify-top 1 --sizes 4K,256K";
 
+// --ranks sets the rank count without editing the space: the ranks measured say so.
+TEST(MpiColl, RanksOptionRunsThatManyRanks) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  const auto r = sh(fmt::format("cd {} && {} {} search --space mpi-allreduce --ranks 3 --budget 1 --sizes 4K "
+                                "--max-seconds 0.05 --certify-top 0 --verify-rounds 0 --out study",
+                                dir.path().string(), kMpiEnv, binary()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json study = Json::parse(test::read_file(dir / "study/study.json"));
+  EXPECT_EQ(study["workload"]["ranks"], 3) << study.dump();
+  const auto trials = jsonl(dir / "study/trials.jsonl");
+  ASSERT_EQ(trials.size(), 1u);
+  const Json m = trials[0]["measurements"].at(0);
+  EXPECT_EQ(m["details"]["ranks"], 3) << m.dump();
+  EXPECT_NEAR(m["details"]["busbw_factor"].get<double>(), 4.0 / 3.0, 1e-9);  // 2(n-1)/n
+}
+
 TEST(MpiColl, LauncherModeSearchCertifiesABest) {
   REQUIRE_MPIRUN();
   TempDir dir;

@@ -67,6 +67,12 @@ struct PlacementArgs {
 };
 void add_placement_options(CLI::App* command, PlacementArgs& args);
 
+// --ranks N of search and bench: the rank count of a space whose kernel runs ranks (MPI, NCCL),
+// set without editing its file; 0: the space's own.
+void add_ranks_option(CLI::App* command, int& ranks);
+// `fields` (fields of the space's file to replace, or null) with "ranks" set when ranks > 0.
+Json with_ranks(Json fields, int ranks);
+
 // Common set-up of search and bench: the space, its kernel attached, and the sizes. A search
 // (`to_tune`) is refused where the kernel has nothing to tune; bench measures anyway.
 struct Prepared {

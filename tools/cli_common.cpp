@@ -237,6 +237,20 @@ void add_placement_options(CLI::App* command, PlacementArgs& args) {
                       "default: $ACCELTUNE_SECRET_FILE, else $ACCELTUNE_SECRET");
 }
 
+void add_ranks_option(CLI::App* command, int& ranks) {
+  command->add_option("--ranks", ranks,
+                      "ranks of a space whose kernel runs them (mpi-allreduce, the nccl spaces), instead of the "
+                      "space's own (mpi-allreduce: 2)")
+      ->check(CLI::Range(1, 1 << 20));
+}
+
+Json with_ranks(Json fields, int ranks) {
+  if (ranks <= 0) return fields;
+  if (!fields.is_object()) fields = Json::object();
+  fields["ranks"] = ranks;
+  return fields;
+}
+
 Expected<Prepared> prepare(const std::string& space_arg, const std::string& sizes_arg, const PlacementArgs& placement,
                            bool to_tune, const Json& space_fields) {
   if (space_arg.empty()) return input_error("no space given: pass --space NAME (acceltune spaces lists them)");

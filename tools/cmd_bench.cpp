@@ -14,6 +14,7 @@ struct BenchArgs {
   std::vector<std::string> sets;
   double target = 0.02, max_seconds = 1.0;
   bool json = false;
+  int ranks = 0;
   PlacementArgs placement;
 };
 
@@ -21,7 +22,7 @@ int cmd_bench(const BenchArgs& a) {
   const std::vector<std::string>& sets = a.sets;
   const double target = a.target, max_seconds = a.max_seconds;
   const bool as_json = a.json;
-  auto prep = prepare(a.space, a.sizes, a.placement);
+  auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/false, with_ranks(nullptr, a.ranks));
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
   Config c = p.space.default_config();
@@ -92,6 +93,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
   bench->add_flag("--json", a.json, "print the measurements as JSON");
   bench->footer("Example: acceltune bench --space host-copy --set threads=2 --set chunk=1M --sizes 64M");
   add_placement_options(bench, a.placement);
+  add_ranks_option(bench, a.ranks);
   list.add(bench, [args] { return cmd_bench(*args); });
 }
 

@@ -58,6 +58,7 @@ struct SearchArgs {
   int verify_rounds = 5;  // delivered rounds after the search; 0: off
   int verify_max_rounds = 24;
   int64_t budget = 0;
+  int ranks = 0;
   double time_limit = 0;
   uint64_t seed = 1;
   bool seed_given = false;
@@ -251,7 +252,7 @@ Json pick_default_space(SearchArgs& a) {
 
 int cmd_search(SearchArgs a) {
   const auto started = Clock::now();
-  const Json space_fields = pick_default_space(a);
+  const Json space_fields = with_ranks(pick_default_space(a), a.ranks);
   auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true, space_fields);
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
@@ -395,6 +396,7 @@ void add_search_command(CLI::App& app, CommandList& list) {
                       "the longest wait for a hot GPU before a trial; then it is measured and marked (default 2m)",
                       {.max_seconds = 3600, .zero_allowed = true});
   add_placement_options(search, sa.placement);
+  add_ranks_option(search, sa.ranks);
   list.add(search, [args, seed_opt] {
     args->seed_given = seed_opt->count() > 0;
     const int rc = cmd_search(*args);

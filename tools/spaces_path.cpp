@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tuner/binary.hpp"
+#include "tuner/family.hpp"
 #include "tuner/kernel.hpp"
 
 #ifndef ACCELTUNE_SPACES_DIR
@@ -60,15 +61,31 @@ std::vector<SpaceEntry> shipped_spaces() {
 
 Expected<Space> resolve_space(const std::string& name, const Json& fields) {
   if (fields.is_null() || fields.empty()) return resolve_space(name);
+  // The space's file: a shipped one by name, or a .json file (resolve_space says what is wrong).
+  fs::path path;
   for (const auto& e : shipped_spaces()) {
-    if (e.name != name) continue;
-    std::ifstream in(e.path);
-    Json doc = Json::parse(in, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) return input_error("{}: malformed JSON", e.path.string());
-    for (const auto& [k, v] : fields.items()) doc[k] = v;
-    return Space::from_json(doc, e.path.string(), e.path.parent_path());
+    if (e.name == name) path = e.path;
   }
-  return input_error("the shipped space {} is not installed (acceltune spaces lists them)", name);
+  std::error_code ec;
+  if (path.empty() && fs::path(name).extension() == ".json" && fs::exists(name, ec)) path = name;
+  if (path.empty()) {
+    ACCELTUNE_TRY(resolve_space(name));  // its own error: unknown, missing, another file type
+    return input_error("{}: only a shipped space or a .json space takes these fields ({})", name, fields.dump());
+  }
+  ACCELTUNE_TRY(Space::load_file(path));  // a malformed file says where, as without fields
+  std::ifstream in(path);
+  Json doc = Json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return input_error("{}: malformed JSON", path.string());
+  for (const auto& [k, v] : fields.items()) {
+    // --ranks: only a space whose kernel runs ranks states them.
+    if (k == "ranks" && !doc.contains("ranks")) {
+      return input_error("--ranks: space {} runs no ranks (kernel {} measures without them); drop --ranks", name,
+                         doc.value("kernel", "?"));
+    }
+    doc[k] = v;
+  }
+  const fs::path base = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  return Space::from_json(doc, path.string(), base);
 }
 
 Expected<Space> resolve_space(const std::string& arg) {
@@ -89,6 +106,11 @@ Expected<Space> resolve_space(const std::string& arg) {
   for (const auto& e : shipped_spaces()) {
     if (e.name == arg) return Space::load_file(e.path);
     names.push_back(e.name);
+  }
+  // A family's name: its spaces.
+  if (const FamilyInfo* f = FamilyRegistry::instance().find(arg); f && f->listed && !f->spaces.empty()) {
+    return input_error("'{}' is a family, not a space: its spaces are {} (e.g. --space {})", arg, join_names(f->spaces),
+                       f->spaces.front());
   }
   return input_error("unknown space '{}' (shipped: {}); give a shipped name or a .json or .csv file; "
                      "'acceltune spaces' lists them",
