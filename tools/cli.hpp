@@ -111,6 +111,7 @@ void add_compare_command(CLI::App& app, CommandList& list);
 void add_report_command(CLI::App& app, CommandList& list);
 void add_verify_command(CLI::App& app, CommandList& list);
 void add_bringup_command(CLI::App& app, CommandList& list);
+void add_lint_command(CLI::App& app, CommandList& list);
 
 // The delivered gain of a study's best table through tuner/verify.hpp's verify_and_fall_back
 // (`measurements` and `fall_back` as there), each measurement printed with certified and delivered
@@ -123,10 +124,11 @@ void add_bringup_command(CLI::App& app, CommandList& list);
 // part does not ship falls back to first (tuner/verify.hpp's DeliverOptions).
 int verify_study(BestTable& b, int rounds, bool check_fingerprint, int measurements = 1, bool fall_back = false,
                  int max_rounds = 0, Deadline deadline = std::nullopt, std::map<uint64_t, Json> plan_b = {});
-// README's one exit-code table: 0 success, 1 runtime failure, 2 bad usage or input, these two,
+// docs/formats.md's one exit-code table: 0 success, 1 runtime failure, 2 bad usage or input, these three,
 // 128 + N stopped by signal N.
 inline constexpr int kExitNoLongerPays = 3;  // verify: the plan does not ship
 inline constexpr int kExitNotVerified = 4;   // verify, gpu-check.sh: nothing could be measured here
+inline constexpr int kExitLintFindings = 5;  // lint: findings
 
 // The shares of `search --time-limit` that certification and the delivered measurement get; the
 // search has the rest (bring-up's progress line names the stage from them).

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add_compare_command(app, list);
   add_report_command(app, list);
   add_verify_command(app, list);
+  add_lint_command(app, list);
 
   try {
     app.parse(argc, argv);
