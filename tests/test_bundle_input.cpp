@@ -98,6 +98,12 @@ TEST_F(BundleInput, TheLoaderLoadsTheBundleChecksItsFingerprintAndFindsItsFiles)
       << acceltune_last_error();
 }
 
+TEST_F(BundleInput, BringUpLintsItsOwnBundle) {
+  const Json summary = Json::parse(test::read_file(bundle() / "bringup.json"));
+  ASSERT_TRUE(summary["lint"].is_array()) << summary.dump().substr(0, 400);
+  EXPECT_TRUE(summary["lint"].empty()) << summary["lint"].dump();
+}
+
 TEST_F(BundleInput, BestReportAndCompareShowItsStudies) {
   auto b = test::run_cli({"best", bundle().string()});
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -142,10 +148,15 @@ TEST_F(BundleInput, VerifySaysWhenTheBundleIsSlowerOrLoadsNothing) {
   EXPECT_NE(slow.out.find("the bundle does not ship"), std::string::npos) << slow.out;
   test::TempDir t;
   fs::copy(bundle(), t / "b", fs::copy_options::recursive);
-  test::write_file(t / "b" / "acceltune.env", "# nothing\n");
+  test::write_file(t / "b" / "acceltune.env", "# nothing\nUCX_RNDV_THRES=8k\n");
   auto nothing = test::run_cli({"verify", (t / "b").string()});
   EXPECT_EQ(nothing.exit_code, 4) << nothing.out << nothing.err;
   EXPECT_NE(nothing.out.find("the bundle sets nothing its job reads"), std::string::npos) << nothing.out;
+  // A hand-edited line is linted first (where ucx_info says what UCX reads).
+  if (test::have_program("ucx_info")) {
+    EXPECT_NE(nothing.out.find("lint: 1 finding in the bundle's files"), std::string::npos) << nothing.out;
+    EXPECT_NE(nothing.out.find("acceltune.env:2: UCX_RNDV_THRES"), std::string::npos) << nothing.out;
+  }
 }
 
 // Without --space, search runs a space whose result a job loads here, says why, and its export is

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "results/lint.hpp"
 #include "tuner/value.hpp"
 
 namespace acceltune::cli {
@@ -70,6 +71,15 @@ Expected<std::vector<std::pair<std::string, std::string>>> bundle_env(const std:
   ACCELTUNE_TRY_ASSIGN(EnvFileText parsed, parse_env_text(text, path.string()));
   relocate_bundle_files(parsed.vars, bundle);
   return parsed.vars;
+}
+
+std::vector<std::string> lint_bundle(const std::string& bundle) {
+  LintContext ctx;
+  std::vector<std::string> out;
+  auto report = lint_path(bundle, "", ctx);
+  if (!report) return {report.error().message};
+  for (const auto& f : report->findings) out.push_back(to_string(f));
+  return out;
 }
 
 }  // namespace acceltune::cli

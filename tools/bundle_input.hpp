@@ -27,4 +27,8 @@ Expected<std::vector<StudyData>> load_bundle_studies(const std::string& bundle, 
 // being the file beside acceltune.env now (the bundle may have moved since it was written).
 Expected<std::vector<std::pair<std::string, std::string>>> bundle_env(const std::string& bundle);
 
+// The findings of `acceltune lint` on the bundle's files, one line each (FILE:LINE: ...); a file
+// lint cannot read is a line too. Empty when the bundle is clean.
+std::vector<std::string> lint_bundle(const std::string& bundle);
+
 }  // namespace acceltune::cli

@@ -17,6 +17,7 @@
 #include "results/report_html.hpp"
 #include "tools/bringup/bundle.hpp"
 #include "tools/bringup/families.hpp"
+#include "tools/bundle_input.hpp"
 #include "tools/cli.hpp"
 #include "tools/spaces_path.hpp"
 #include "tuner/atomic_file.hpp"
@@ -547,10 +548,12 @@ int cmd_bringup(const BringupArgs& a) {
   }
   summary["env"] = env;
   summary["notes"] = o.merged.notes;
+  summary["lint"] = lint_bundle(bundle.string());  // its own files, as `acceltune lint` reads them
   if (Status w = write_file_atomically(bundle / "bringup.json", summary.dump(2) + "\n"); !w) return fail(w.error());
   if (Status w = write_page((bundle / "report.html").string(), bringup_html(summary, o.data)); !w) return fail(w.error());
 
   print_summary(*families, o, bundle, summary["seconds"].get<double>());
+  for (const auto& f : summary["lint"]) std::printf("lint: %s\n", f.get<std::string>().c_str());
   if (cancelled_by) {
     std::fprintf(stderr, "acceltune: bring-up cancelled by %s; the bundle holds the studies finished before (partial)\n",
                  signal_name(cancelled_by).c_str());

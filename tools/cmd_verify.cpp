@@ -151,6 +151,12 @@ int verify_bundle(const std::string& dir, int rounds) {
     contributions.push_back(std::move(c).value());
   }
   say_drift(dir);
+  // Hand-edited files first: what lint finds is said before anything is measured.
+  if (const auto findings = lint_bundle(dir); !findings.empty()) {
+    std::printf("lint: %zu finding%s in the bundle's files (acceltune lint %s):\n", findings.size(),
+                findings.size() == 1 ? "" : "s", dir.c_str());
+    for (const auto& f : findings) std::printf("  %s\n", f.c_str());
+  }
   install_cancel_handlers();
   auto guard = ProcessGuard::start();
   if (!guard) return fail(guard.error());
