@@ -1,10 +1,12 @@
 #include "tests/helpers.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -300,6 +302,27 @@ CliResult run_shell(const std::string& command) {
 }
 
 bool have_program(const std::string& name) { return run_shell("command -v " + name).exit_code == 0; }
+
+bool eventually(const std::function<bool()>& p, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return p();
+}
+
+bool closed_by_far_end(int fd, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < end) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0) return true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 std::string check_well_formed(const std::string& html) {
   static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "wbr"};

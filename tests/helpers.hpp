@@ -121,6 +121,10 @@ std::string built_path(const char* name, const char* built);
 // Runs a shell command line, its two streams apart.
 CliResult run_shell(const std::string& command);
 bool have_program(const std::string& name);
+// Whether `p` holds within `seconds` (polled every 20 ms).
+bool eventually(const std::function<bool()>& p, double seconds);
+// Whether the far end ends the connection on `fd` within `seconds` (after any lines it sent first).
+bool closed_by_far_end(int fd, double seconds);
 
 // Checks HTML for well-formedness as this project writes it: every element closed in order (void
 // elements excepted), attributes quoted, no stray '<' or unknown entity in text. Returns the

@@ -27,6 +27,8 @@ namespace acceltune {
 namespace {
 
 namespace fs = std::filesystem;
+using test::closed_by_far_end;
+using test::eventually;
 using test::run_cli;
 
 const std::string kSecret = "correct-horse-battery-staple-42";
@@ -46,27 +48,7 @@ int free_port() {
   return port;
 }
 
-bool eventually(const std::function<bool()>& p, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (p()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return p();
-}
 
-// A connection the server has ended: the next read sees the end (after any reply line).
-bool closed_by_far_end(int fd, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < end) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0) return true;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 // A good client: proves the secret, says hello as tcp-stream, gets the server's reply.
 bool served(int port, const std::string& secret = kSecret) {

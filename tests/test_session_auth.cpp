@@ -34,30 +34,13 @@ namespace acceltune::session_test {
 namespace {
 
 namespace fs = std::filesystem;
+using test::closed_by_far_end;
+using test::eventually;
 
 const std::string kSecret = "correct-horse-battery-staple-42";
 const Json kHello{{"kind", "tcp-stream"}, {"version", 1}};
 
-bool eventually(const std::function<bool()>& p, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (p()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return p();
-}
 
-bool closed_by_far_end(int fd, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < end) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0) return true;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 // A man in the middle on loopback: accepts connections and forwards each line to `to_port`
 // and back, through `edit`, which sees the direction (true: client to server), the line's number

@@ -1,5 +1,7 @@
 // acceltune compare: studies of one space from different machines or hardware generations, side by
 // side.
+#include <algorithm>
+
 #include "results/compare.hpp"
 #include "results/report_html.hpp"
 #include "tools/bundle_input.hpp"
@@ -140,57 +142,47 @@ int compare_group(std::vector<StudyData> studies, const std::string& html, bool 
   return 0;
 }
 
-// The study folders the arguments name: a study as it is, a bundle as its studies (or the one of
-// space `only`), each with its space's name.
-Expected<std::vector<std::pair<std::string, std::string>>> expand(const std::vector<std::string>& dirs,
-                                                                  const std::string& only, bool& any_bundle) {
-  std::vector<std::pair<std::string, std::string>> out;  // space, folder
+// The studies the arguments name, read back: a study as it is, a bundle as its studies (or the one
+// of space `only`).
+Expected<std::vector<StudyData>> load_studies(const std::vector<std::string>& dirs, const std::string& only) {
+  std::vector<std::string> folders;
   for (const auto& d : dirs) {
     if (!is_bundle(d)) {
-      out.emplace_back("", d);
+      folders.push_back(d);
       continue;
     }
-    any_bundle = true;
     ACCELTUNE_TRY_ASSIGN(const std::vector<std::string> studies, bundle_study_dirs(d, only));
-    for (const auto& s : studies) out.emplace_back(std::filesystem::path(s).filename().string(), s);
+    folders.insert(folders.end(), studies.begin(), studies.end());
+  }
+  std::vector<StudyData> out;
+  for (const auto& f : folders) {
+    ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_dir(f));
+    if (s.torn > 0) std::fprintf(stderr, "acceltune: %s: ignored a torn last trial record\n", f.c_str());
+    out.push_back(std::move(s));
   }
   return out;
 }
 
-Expected<StudyData> load_for_compare(const std::string& d) {
-  ACCELTUNE_TRY_ASSIGN(StudyData s, load_study_dir(d));
-  if (s.torn > 0) std::fprintf(stderr, "acceltune: %s: ignored a torn last trial record\n", d.c_str());
-  return s;
-}
-
 int cmd_compare(const std::vector<std::string>& dirs, const std::string& only, const std::string& html, bool as_json) {
-  bool any_bundle = false;
-  auto folders = expand(dirs, only, any_bundle);
-  if (!folders) return fail(folders.error());
-  if (!any_bundle) {
-    if (!only.empty()) return fail(input_error("--study {}: no argument is a bring-up bundle (no bringup.json)", only));
-    if (dirs.size() < 2) {
-      return fail(input_error("compare needs at least two study directories or a bundle with another (got {}); pass "
-                              "DIR_A DIR_B ...",
-                              dirs.size()));
-    }
-    std::vector<StudyData> studies;
-    for (const auto& [space, d] : *folders) {
-      auto s = load_for_compare(d);
-      if (!s) return fail(s.error());
-      studies.push_back(std::move(s).value());
-    }
-    return compare_group(std::move(studies), html, as_json);
+  const bool any_bundle = std::any_of(dirs.begin(), dirs.end(), [](const std::string& d) { return is_bundle(d); });
+  if (!any_bundle && !only.empty()) {
+    return fail(input_error("--study {}: no argument is a bring-up bundle (no bringup.json)", only));
   }
+  if (!any_bundle && dirs.size() < 2) {
+    return fail(input_error("compare needs at least two study directories or a bundle with another (got {}); pass "
+                            "DIR_A DIR_B ...",
+                            dirs.size()));
+  }
+  auto studies = load_studies(dirs, only);
+  if (!studies) return fail(studies.error());
+  if (!any_bundle) return compare_group(std::move(studies).value(), html, as_json);
   // Bundles: the studies of each space side by side, one comparison per space that two arguments hold.
   std::vector<std::string> order;
   std::map<std::string, std::vector<StudyData>> by_space;
-  for (const auto& [space, d] : *folders) {
-    auto s = load_for_compare(d);
-    if (!s) return fail(s.error());
-    const std::string name = s->best.space;
+  for (auto& s : *studies) {
+    const std::string name = s.best.space;
     if (!by_space.count(name)) order.push_back(name);
-    by_space[name].push_back(std::move(s).value());
+    by_space[name].push_back(std::move(s));
   }
   std::vector<std::string> alone;
   int compared = 0;

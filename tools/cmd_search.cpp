@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "tools/bringup/families.hpp"
 #include "tools/cli.hpp"
@@ -238,9 +239,8 @@ Status add_reporting(StudyOptions& o, const SearchArgs& a, const Prepared& p, bo
 
 // Without --space: the study bring-up would run here whose result a job loads (tools/bringup/
 // families.hpp), said on stderr, within a minute unless --time-limit or --budget says otherwise.
-Json pick_default_space(SearchArgs& a) {
-  if (!a.space.empty()) return nullptr;
-  const bringup::DefaultSearch d = bringup::default_search(bringup::node_facts(probe_fingerprint(), false));
+Json pick_default_space(SearchArgs& a, const Json& probe) {
+  const bringup::DefaultSearch d = bringup::default_search(bringup::node_facts(probe, false));
   std::fprintf(stderr, "acceltune: %s\n", d.why.c_str());
   a.space = d.study.space;
   for (const auto& arg : d.study.args) {
@@ -252,7 +252,10 @@ Json pick_default_space(SearchArgs& a) {
 
 int cmd_search(SearchArgs a) {
   const auto started = Clock::now();
-  const Json space_fields = with_ranks(pick_default_space(a), a.ranks);
+  // Without --space the probe picks the space, and the study keeps that probe: the machine is probed once.
+  std::optional<Json> probe;
+  if (a.space.empty()) probe = probe_fingerprint();
+  const Json space_fields = with_ranks(probe ? pick_default_space(a, *probe) : Json(nullptr), a.ranks);
   auto prep = prepare(a.space, a.sizes, a.placement, /*to_tune=*/true, space_fields);
   if (!prep) return fail(prep.error());
   Prepared& p = *prep;
@@ -279,7 +282,7 @@ int cmd_search(SearchArgs a) {
   install_cancel_handlers();
   auto guard = ProcessGuard::start();
   if (!guard) return fail(guard.error());
-  auto outcome = run_study(p.space, *p.kernel, **store, p.workload, o, probe_fingerprint());
+  auto outcome = run_study(p.space, *p.kernel, **store, p.workload, o, probe ? *probe : probe_fingerprint());
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!outcome) return fail(outcome.error());
   const BestTable& b = outcome->best;

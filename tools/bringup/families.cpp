@@ -123,7 +123,7 @@ DefaultSearch default_search(const NodeFacts& node) {
     }
     passed.push_back(fmt::format("{}: {}", name, why_not));
   }
-  Study fallback = first_running.value_or(Study{"host", "host-copy"});
+  const Study fallback = first_running.value_or(Study{});  // none runs: no space, and search asks for one
   return {fallback, fmt::format("no --space given, and no family here has a result a job loads ({}): searching {} "
                                 "({}), the first study bring-up runs here",
                                 fmt::join(passed, "; "), fallback.space, first_what)};
